@@ -1,0 +1,5 @@
+import sys
+
+from clusterwatch.cli import main
+
+sys.exit(main())

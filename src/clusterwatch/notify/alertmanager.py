@@ -1,0 +1,84 @@
+"""Alertmanager: POST /api/v2/alerts, one alert per target and check.
+
+Alertmanager keeps alerts in memory only, so open alerts are re-stated every run (`refresh`)
+with an `endsAt` a few runs ahead: a restarted Alertmanager learns them again, and if the
+watch itself stops, they expire instead of firing forever. A recovery sets `endsAt` to the
+detection time of the recovery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from clusterwatch.notify import channel as ch
+from clusterwatch.notify.event import Event, format_rfc3339
+from clusterwatch.notify.http import HttpPost, TransportError, post, post_json
+
+ALERTNAME = "ClusterwatchTargetDown"
+FIRING_TTL_S = 300.0  # endsAt of a firing alert: now + this; re-stated every run
+
+
+class AlertmanagerChannel(ch.Channel):
+    kind = "alertmanager"
+    max_batch = 50
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        timeout: float = 10.0,
+        extra_labels: Optional[dict[str, str]] = None,
+        http_post: HttpPost = post,
+    ) -> None:
+        super().__init__(name)
+        self._endpoint = url.rstrip("/") + "/api/v2/alerts"
+        self._timeout = timeout
+        self._extra_labels = dict(extra_labels or {})
+        self._post = http_post
+
+    def send(self, events: Sequence[Event], now: float) -> ch.SendResult:
+        return self._post_alerts([self.alert(event, now) for event in events])
+
+    def refresh(self, firing: Sequence[Event], now: float) -> Optional[ch.SendResult]:
+        if not firing:
+            return None
+        return self._post_alerts([self.alert(event, now) for event in firing])
+
+    def alert(self, event: Event, now: float) -> dict[str, Any]:
+        """The v2 API alert for `event`: labels identify the target and check."""
+        labels = {
+            **self._extra_labels,
+            "alertname": ALERTNAME,
+            "check": event.check,
+            "target": event.name,
+        }
+        alert: dict[str, Any] = {
+            "labels": labels,
+            "annotations": {
+                "summary": event.line(),
+                "status": event.status,
+                "incident": event.incident,
+            },
+        }
+        if event.action == "recover":
+            alert["endsAt"] = format_rfc3339(event.t)
+        else:
+            alert["startsAt"] = format_rfc3339(event.t)
+            alert["endsAt"] = format_rfc3339(max(now, event.t) + FIRING_TTL_S)
+        return alert
+
+    def _post_alerts(self, alerts: list[dict[str, Any]]) -> ch.SendResult:
+        try:
+            response = post_json(self._post, self._endpoint, alerts, self._timeout)
+        except TransportError as exc:
+            return ch.SendResult(ch.RETRY, exc.kind)
+        if 200 <= response.status < 300:
+            return ch.SendResult(ch.DELIVERED)
+        if response.status == 429:
+            retry_after = ch.parse_retry_after(response.headers.get("retry-after"))
+            return ch.SendResult(ch.DEFER, "rate_limited", retry_after)
+        if response.status == 400:
+            # The API rejects alerts it cannot parse: resending the same bytes cannot help.
+            return ch.SendResult(ch.REJECTED, "http_400")
+        return ch.SendResult(ch.RETRY, f"http_{response.status}")

@@ -1,0 +1,64 @@
+"""What a channel is, and the outcome of one attempt to send it a batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from clusterwatch.notify.event import Event
+
+DELIVERED = "delivered"  # the channel acknowledged the batch: drop it from this channel's queue
+RETRY = "retry"  # transient failure: keep the batch, try again next run
+DEFER = "defer"  # rate limited: keep the batch and wait `retry_after` seconds
+REJECTED = "rejected"  # permanent rejection: set the batch aside as dead letters
+
+DEFAULT_RETRY_AFTER_S = 60.0
+
+
+@dataclass(frozen=True)
+class SendResult:
+    outcome: str
+    error: Optional[str] = None  # short kind safe to log and export, e.g. http_500, timeout
+    retry_after: Optional[float] = None  # seconds, with DEFER
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == DELIVERED
+
+
+class Channel:
+    """A destination for events. Subclasses implement `send`; `refresh` is optional."""
+
+    kind = "channel"
+    max_batch = 10
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def send(self, events: Sequence[Event], now: float) -> SendResult:
+        raise NotImplementedError
+
+    def refresh(self, firing: Sequence[Event], now: float) -> Optional[SendResult]:
+        """Re-state the alerts still open (for receivers that forget, like Alertmanager).
+
+        Called only when this channel's queue is empty, so a re-stated alert never
+        overtakes its own queued recovery. Failures are not queued: the next run re-states.
+        """
+        return None
+
+
+def parse_retry_after(value: Optional[str]) -> float:
+    """Seconds from a Retry-After header; the default when absent or malformed.
+
+    Only the delta-seconds form is used by Slack; an HTTP date counts as malformed.
+    """
+    if value is None:
+        return DEFAULT_RETRY_AFTER_S
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return DEFAULT_RETRY_AFTER_S
+    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+        return DEFAULT_RETRY_AFTER_S
+    return seconds

@@ -1,0 +1,57 @@
+"""An event: one alert or recovery transition, as queued and delivered."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int  # position in the outbox; increases by one per event, never reused
+    t: float  # detection time, epoch seconds
+    action: str  # "alert" or "recover"
+    target: str  # "<check>:<name>", e.g. node:worker.example.org or gpu:192.0.2.10:9100
+    status: str  # the classified observation that triggered it
+    incident: str  # incident id shared by an alert and its recovery
+
+    @property
+    def check(self) -> str:
+        return self.target.partition(":")[0]
+
+    @property
+    def name(self) -> str:
+        return self.target.partition(":")[2]
+
+    def line(self) -> str:
+        """One human line, e.g. `2026-10-02 14:16:00Z ALERT gpu:192.0.2.10:9100 (stale)`."""
+        return (
+            f"{format_utc(self.t)} {self.action.upper()} {self.target} ({self.status}) "
+            f"incident {self.incident}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Event:
+        return cls(
+            seq=int(data["seq"]), t=float(data["t"]), action=str(data["action"]),
+            target=str(data["target"]), status=str(data["status"]),
+            incident=str(data["incident"]),
+        )
+
+
+def format_utc(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t))
+
+
+def format_rfc3339(t: float) -> str:
+    """RFC 3339 in UTC with milliseconds, as Alertmanager's API expects."""
+    whole = int(t)
+    millis = round((t - whole) * 1000)
+    if millis == 1000:
+        whole, millis = whole + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"

@@ -1,0 +1,224 @@
+"""The persistent outbox: queued events, each channel's position, back-off and dead letters.
+
+The caller saves the outbox (durably) after appending events and before `deliver`, and
+again after it: a crash in between re-sends, so delivery is at-least-once, never at-most-once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from clusterwatch.notify import channel as ch
+from clusterwatch.notify.event import Event
+
+log = logging.getLogger(__name__)
+
+HISTORY_LIMIT = 200  # recent delivery attempts kept for `status`
+
+
+@dataclass
+class ChannelState:
+    cursor: int = 0  # every event with seq <= cursor is done for this channel
+    not_before: float = 0.0  # rate-limit back-off, persisted across runs
+    dead: list[Event] = field(default_factory=list)  # permanently rejected, kept for operators
+    last_error: Optional[str] = None
+    last_error_t: Optional[float] = None
+    last_success_t: Optional[float] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cursor": self.cursor,
+            "not_before": self.not_before,
+            "dead": [event.to_json() for event in self.dead],
+            "last_error": self.last_error,
+            "last_error_t": self.last_error_t,
+            "last_success_t": self.last_success_t,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChannelState:
+        return cls(
+            cursor=int(data.get("cursor", 0)),
+            not_before=float(data.get("not_before", 0.0)),
+            dead=[Event.from_json(item) for item in data.get("dead", [])],
+            last_error=data.get("last_error"),
+            last_error_t=data.get("last_error_t"),
+            last_success_t=data.get("last_success_t"),
+        )
+
+
+@dataclass
+class Attempt:
+    """One delivery attempt, for the history that `status` shows."""
+
+    t: float
+    channel: str
+    outcome: str
+    seqs: list[int]
+    error: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": self.t, "channel": self.channel, "outcome": self.outcome,
+                "seqs": self.seqs, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Attempt:
+        return cls(t=float(data["t"]), channel=str(data["channel"]),
+                   outcome=str(data["outcome"]), seqs=[int(s) for s in data["seqs"]],
+                   error=data.get("error"))
+
+
+@dataclass
+class Outbox:
+    events: list[Event] = field(default_factory=list)  # in seq order
+    next_seq: int = 1
+    channels: dict[str, ChannelState] = field(default_factory=dict)
+    history: list[Attempt] = field(default_factory=list)
+    only_for: dict[int, str] = field(default_factory=dict)  # seq -> the one channel it is for
+
+    def append(self, t: float, action: str, target: str, status: str, incident: str) -> Event:
+        event = Event(self.next_seq, t, action, target, status, incident)
+        self.next_seq += 1
+        self.events.append(event)
+        return event
+
+    def attach(self, names: Iterable[str]) -> None:
+        """Track exactly these channels. A new channel starts after the queued events, so
+        adding one does not replay history to it; a removed channel's queue is dropped."""
+        wanted = list(names)
+        for name in wanted:
+            if name not in self.channels:
+                self.channels[name] = ChannelState(cursor=self.next_seq - 1)
+        for name in list(self.channels):
+            if name not in wanted:
+                del self.channels[name]
+
+    def pending(self, name: str) -> list[Event]:
+        cursor = self.channels[name].cursor
+        return [
+            event for event in self.events
+            if event.seq > cursor and self.only_for.get(event.seq, name) == name
+        ]
+
+    def compact(self) -> None:
+        """Forget events that every channel is done with."""
+        self.events = [event for event in self.events if not self._done(event)]
+        kept = {event.seq for event in self.events}
+        self.only_for = {seq: name for seq, name in self.only_for.items() if seq in kept}
+
+    def _done(self, event: Event) -> bool:
+        only = self.only_for.get(event.seq)
+        names = [only] if only is not None else list(self.channels)
+        return all(
+            name not in self.channels or self.channels[name].cursor >= event.seq
+            for name in names
+        )
+
+    def requeue_dead(self, name: Optional[str] = None) -> int:
+        """Queue dead letters again (after the operator fixed the channel).
+
+        Each comes back as a new event that keeps its detection time and incident id and
+        is meant for the channel that rejected it alone: the others already have it.
+        """
+        count = 0
+        for channel_name, state in self.channels.items():
+            if name is not None and channel_name != name:
+                continue
+            for dead in state.dead:
+                event = self.append(dead.t, dead.action, dead.target, dead.status,
+                                    dead.incident)
+                self.only_for[event.seq] = channel_name
+                count += 1
+            state.dead = []
+        return count
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "next_seq": self.next_seq,
+            "events": [event.to_json() for event in self.events],
+            "channels": {name: state.to_json() for name, state in self.channels.items()},
+            "history": [attempt.to_json() for attempt in self.history],
+            "only_for": {str(seq): name for seq, name in self.only_for.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Outbox:
+        return cls(
+            events=[Event.from_json(item) for item in data.get("events", [])],
+            next_seq=int(data.get("next_seq", 1)),
+            channels={name: ChannelState.from_json(state)
+                      for name, state in data.get("channels", {}).items()},
+            history=[Attempt.from_json(item) for item in data.get("history", [])],
+            only_for={int(seq): str(name) for seq, name in data.get("only_for", {}).items()},
+        )
+
+
+def deliver(
+    outbox: Outbox, channels: Sequence[ch.Channel], now: float, firing: Sequence[Event] = ()
+) -> dict[str, ch.SendResult]:
+    """One delivery pass: at most one batch per channel, each channel on its own.
+
+    `firing` holds the alert events of the incidents still open, re-stated to channels
+    that want it once their queue is empty.
+    """
+    results: dict[str, ch.SendResult] = {}
+    for channel in channels:
+        state = outbox.channels[channel.name]
+        if now < state.not_before:
+            log.info("channel %s: rate-limited for %.0f s more", channel.name,
+                     state.not_before - now)
+            continue
+        batch = outbox.pending(channel.name)[: channel.max_batch]
+        if batch:
+            result = _send_batch(outbox, state, channel, batch, now)
+            results[channel.name] = result
+            if not result.ok or outbox.pending(channel.name):
+                continue
+        refreshed = channel.refresh(firing, now)
+        if refreshed is not None and not refreshed.ok:
+            _record_error(state, channel.name, refreshed, now)
+            if refreshed.outcome == ch.DEFER and refreshed.retry_after is not None:
+                state.not_before = now + refreshed.retry_after
+    outbox.compact()
+    return results
+
+
+def _send_batch(
+    outbox: Outbox, state: ChannelState, channel: ch.Channel, batch: list[Event], now: float
+) -> ch.SendResult:
+    try:
+        result = channel.send(batch, now)
+    except Exception as exc:  # a channel bug must not stop the other channels
+        log.exception("channel %s: unexpected failure (%s)", channel.name, type(exc).__name__)
+        result = ch.SendResult(ch.RETRY, "internal_error")
+    seqs = [event.seq for event in batch]
+    outbox.history.append(Attempt(now, channel.name, result.outcome, seqs, result.error))
+    del outbox.history[:-HISTORY_LIMIT]
+    if result.outcome == ch.DELIVERED:
+        state.cursor = batch[-1].seq
+        state.last_success_t = now
+        log.info("channel %s: delivered %d event(s)", channel.name, len(batch))
+    elif result.outcome == ch.REJECTED:
+        state.cursor = batch[-1].seq
+        state.dead.extend(batch)
+        _record_error(state, channel.name, result, now)
+        log.error(
+            "channel %s: permanently rejected (%s); %d event(s) set aside as dead letters, "
+            "see `clusterwatch watch status` and fix the channel, then `clusterwatch watch "
+            "redeliver`", channel.name, result.error, len(batch),
+        )
+    else:
+        if result.outcome == ch.DEFER:
+            state.not_before = now + (result.retry_after or ch.DEFAULT_RETRY_AFTER_S)
+        _record_error(state, channel.name, result, now)
+        log.warning("channel %s: not delivered (%s); %d event(s) stay queued",
+                    channel.name, result.error, len(outbox.pending(channel.name)))
+    return result
+
+
+def _record_error(state: ChannelState, name: str, result: ch.SendResult, now: float) -> None:
+    state.last_error = result.error
+    state.last_error_t = now

@@ -1,0 +1,180 @@
+"""`clusterwatch watch ...`: argument parsing only; the work lives in the other modules."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from clusterwatch.watch.config import WatchConfig
+
+DESCRIPTION = """\
+Check that every expected HTCondor execute node is still in the pool and that every GPU
+worker's gpu_vram.prom textfile is still being written (through Prometheus). Without a
+verb, run one poll: observe, decide, save the state, deliver queued messages.
+
+Inventories (one name a line, '#' comments; both files must exist, an empty one disables
+its check): CONFIG_DIR/expected_nodes (HTCondor Machine names) and CONFIG_DIR/gpu_instances
+(Prometheus instance labels, port included). Optional settings: CONFIG_DIR/watch.toml.
+Slack: CONFIG_DIR/slack_webhook holds the webhook URL alone, mode 600."""
+
+EPILOG = """\
+exit status: 0 poll done (also when it alerted), 1 a source failed (its targets were
+'unknown' this poll) or the run failed, 2 usage error, 78 configuration error."""
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--config-dir", type=Path, metavar="DIR",
+                        help="inventories, watch.toml and slack_webhook "
+                             "(default: ~/.config/htcondor-watch)")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="state, lock and health files (default: "
+                             "~/.local/state/htcondor-watch)")
+    parser.add_argument("--prometheus-url", metavar="URL",
+                        help="Prometheus base URL (default: http://127.0.0.1:9090)")
+    parser.add_argument("--condor-status", metavar="PROGRAM",
+                        help="condor_status program (default: found on PATH)")
+    parser.set_defaults(handler=_poll)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    verbs.add_parser("poll", help="one poll (the default)").set_defaults(handler=_poll)
+
+    replay = verbs.add_parser(
+        "replay", help="run the decision rules over recorded observations (JSON Lines)",
+        description="Read one observation per line, e.g. {\"t\": 1700000000.0, \"target\": "
+        "\"node:worker.example.org\", \"observation\": \"missing\"}, in time order, and print "
+        "one JSON line per decision. Uses the same rules as the poll; records start empty.")
+    replay.add_argument("file", metavar="FILE", help="JSON Lines file, or - for stdin")
+    replay.set_defaults(handler=_replay)
+
+    verbs.add_parser(
+        "exercise", help="show the alert and recovery rules on simulated polls",
+        description="Simulate one poll a minute for typical failures (writer stops, resumes, "
+        "aging blip, node vanishes and returns, polling gap) and print what the rules decide. "
+        "Contacts nothing.",
+    ).set_defaults(handler=_exercise)
+
+    verbs.add_parser(
+        "discover", help="add newly observed nodes and GPU workers to the inventories",
+        description="Query condor_status and Prometheus and append names not yet listed. "
+        "Never removes a line: to retire a target, stop its advertisement or scrape first, "
+        "then delete its line.",
+    ).set_defaults(handler=_discover)
+
+    status = verbs.add_parser("status", help="open incidents, message queues, dead letters")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(handler=_status)
+
+    redeliver = verbs.add_parser(
+        "redeliver", help="queue dead-lettered messages again, after fixing the channel")
+    redeliver.add_argument("--channel", metavar="NAME", help="only this channel")
+    redeliver.set_defaults(handler=_redeliver)
+
+    demo = verbs.add_parser(
+        "demo", help="local demonstration with real Prometheus and node_exporter",
+        description="Start Prometheus, node_exporter and a loopback fake Slack on 127.0.0.1, "
+        "write a gpu_vram.prom with the project's writer (fake nvidia-smi), run the watch "
+        "against them and print what Slack received. Needs the Debian packages prometheus "
+        "and prometheus-node-exporter.")
+    demo.set_defaults(handler=_demo)
+
+
+def _config(args: argparse.Namespace) -> WatchConfig:
+    from clusterwatch.watch.config import load_config
+
+    return load_config(args.config_dir, args.state_dir, args.prometheus_url, args.condor_status)
+
+
+def _poll(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.channels import build_channels
+    from clusterwatch.watch.poll import run_poll
+    from clusterwatch.watch.state import StateError
+
+    config = _config(args)
+    channels = build_channels(config)
+    try:
+        result = run_poll(config, channels)
+    except StateError as exc:
+        print(f"clusterwatch watch: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    for decision in result.decisions:
+        print(f"{decision.action} {decision.target} ({decision.status}) "
+              f"incident {decision.incident}")
+    return EXIT_FAILURE if (result.node_error or result.gpu_error) else EXIT_OK
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.replay import ReplayError, replay, write_decisions
+
+    try:
+        handle = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    try:
+        with handle:
+            write_decisions(replay(handle), sys.stdout)
+    except ReplayError as exc:
+        print(f"clusterwatch watch replay: {args.file}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def _exercise(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.exercise import print_exercise
+
+    print_exercise(sys.stdout)
+    return EXIT_OK
+
+
+def _discover(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.discover import discover
+
+    result = discover(_config(args), time.time())
+    for name in result.added_nodes:
+        print(f"added node {name}")
+    for name in result.added_gpus:
+        print(f"added gpu {name}")
+    for error in result.errors:
+        print(f"clusterwatch watch discover: {error}", file=sys.stderr)
+    return EXIT_FAILURE if result.errors else EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from clusterwatch.watch import state
+    from clusterwatch.watch.status import print_status
+
+    config = _config(args)
+    try:
+        watch_state = state.load(config.state_dir)
+    except state.StateError as exc:
+        raise ConfigError(str(exc)) from None
+    print_status(watch_state, sys.stdout, as_json=args.json)
+    return EXIT_OK
+
+
+def _redeliver(args: argparse.Namespace) -> int:
+    from clusterwatch.watch import state
+
+    config = _config(args)
+    with state.locked(config.state_dir, config.lock_timeout_s):
+        watch_state = state.load(config.state_dir)
+        if args.channel and args.channel not in watch_state.outbox.channels:
+            raise UsageError(f"no channel named {args.channel!r} in the state")
+        count = watch_state.outbox.requeue_dead(args.channel)
+        state.save(config.state_dir, watch_state)
+    print(f"{count} message(s) queued again; the next poll sends them")
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.demo import run_demo
+
+    return run_demo(sys.stdout)

@@ -1,0 +1,198 @@
+"""Watch configuration: the seed-compatible directory layout plus an optional `watch.toml`.
+
+Defaults reproduce the original guide: config in ~/.config/htcondor-watch/ (expected_nodes,
+gpu_instances, slack_webhook), state in ~/.local/state/htcondor-watch/. Secrets (webhook
+URLs) are read from files of mode 600 and never from the command line.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from clusterwatch.errors import ConfigError
+from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS, Thresholds
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+CONFIG_FILE = "watch.toml"
+SLACK_WEBHOOK_FILE = "slack_webhook"
+CHANNEL_TYPES = ("slack", "alertmanager", "webhook")
+
+
+def default_config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "htcondor-watch"
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "htcondor-watch"
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    type: str
+    name: str
+    secret_file: Optional[Path] = None  # slack: webhook URL; webhook: URL (may hold a token)
+    url: Optional[str] = None  # alertmanager base URL (not a secret)
+    timeout_s: float = 10.0
+    labels: dict[str, str] = field(default_factory=dict)  # alertmanager extra labels
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    config_dir: Path
+    state_dir: Path
+    prometheus_url: str = "http://127.0.0.1:9090"
+    prometheus_job: str = "node"
+    prometheus_timeout_s: float = 10.0
+    condor_status: str = "condor_status"
+    condor_timeout_s: float = 15.0
+    thresholds: Thresholds = DEFAULT_THRESHOLDS
+    channels: tuple[ChannelConfig, ...] = ()
+    health_textfile: Optional[Path] = None  # extra copy for node_exporter's textfile dir
+    lock_timeout_s: float = 50.0
+
+
+def load_config(
+    config_dir: Optional[Path] = None,
+    state_dir: Optional[Path] = None,
+    prometheus_url: Optional[str] = None,
+    condor_status: Optional[str] = None,
+) -> WatchConfig:
+    """Read `watch.toml` (optional) from the config dir; command-line values win."""
+    config_dir = (config_dir or default_config_dir()).expanduser()
+    if not config_dir.is_dir():
+        raise ConfigError(f"config directory {config_dir} does not exist")
+    data = _read_toml(config_dir / CONFIG_FILE)
+    known = {"state_dir", "prometheus", "condor", "thresholds", "health", "channels"}
+    _reject_unknown(data, known, CONFIG_FILE)
+    prom = _table(data, "prometheus", {"url", "job", "timeout_s"})
+    condor = _table(data, "condor", {"status_command", "timeout_s"})
+    limits = _table(data, "thresholds", {"fail_s", "recover_s", "max_gap_s", "fresh_s"})
+    health = _table(data, "health", {"textfile"})
+    thresholds = Thresholds(**{key: _positive(limits, key) for key in limits})
+    if thresholds.fresh_s >= thresholds.fail_s:
+        raise ConfigError("thresholds: fresh_s must be below fail_s")
+    if state_dir is None:
+        state_dir = Path(str(data["state_dir"])) if "state_dir" in data else default_state_dir()
+    textfile = health.get("textfile")
+    return WatchConfig(
+        config_dir=config_dir,
+        state_dir=state_dir.expanduser(),
+        prometheus_url=prometheus_url or str(prom.get("url", "http://127.0.0.1:9090")),
+        prometheus_job=_label_value(str(prom.get("job", "node"))),
+        prometheus_timeout_s=_positive(prom, "timeout_s", 10.0),
+        condor_status=condor_status or str(condor.get("status_command", "condor_status")),
+        condor_timeout_s=_positive(condor, "timeout_s", 15.0),
+        thresholds=thresholds,
+        channels=_channels(data, config_dir),
+        health_textfile=Path(str(textfile)) if textfile else None,
+    )
+
+
+def read_secret(path: Path) -> str:
+    """The content of a secret file, refusing one that others can read (as ssh does)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"secret file {path} does not exist") from None
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"secret file {path} is readable by group or others "
+            f"(mode {stat.S_IMODE(info.st_mode):03o}); run: chmod 600 {path}"
+        )
+    value = path.read_text(encoding="utf-8").strip()
+    if not value or any(ch.isspace() for ch in value):
+        raise ConfigError(f"secret file {path} must hold the URL alone, on one line")
+    return value
+
+
+def _channels(data: dict[str, Any], config_dir: Path) -> tuple[ChannelConfig, ...]:
+    raw = data.get("channels")
+    if raw is None:
+        # Seed layout: a slack_webhook file next to the inventories enables Slack.
+        seed = config_dir / SLACK_WEBHOOK_FILE
+        return (ChannelConfig("slack", "slack", secret_file=seed),) if seed.exists() else ()
+    if not isinstance(raw, list):
+        raise ConfigError("channels must be an array of tables ([[channels]])")
+    channels: list[ChannelConfig] = []
+    for index, item in enumerate(raw):
+        where = f"channels[{index}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{where} must be a table")
+        _reject_unknown(item, {"type", "name", "webhook_file", "url_file", "url", "timeout_s",
+                               "labels"}, where)
+        kind = item.get("type")
+        if kind not in CHANNEL_TYPES:
+            raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)}")
+        name = str(item.get("name", kind))
+        if any(c.name == name for c in channels):
+            raise ConfigError(f"{where}: two channels are named {name!r}")
+        secret_key = {"slack": "webhook_file", "webhook": "url_file"}.get(kind)
+        secret_file = None
+        if secret_key is not None:
+            if secret_key not in item:
+                raise ConfigError(f"{where} ({kind}) needs {secret_key}, a file holding the URL")
+            secret_file = config_dir / str(item[secret_key])
+        url = item.get("url")
+        if kind == "alertmanager" and not url:
+            raise ConfigError(f"{where} (alertmanager) needs url, e.g. http://127.0.0.1:9093")
+        labels = item.get("labels", {})
+        if not isinstance(labels, dict):
+            raise ConfigError(f"{where}.labels must be a table of strings")
+        channels.append(ChannelConfig(
+            type=kind, name=name, secret_file=secret_file, url=str(url) if url else None,
+            timeout_s=_positive(item, "timeout_s", 10.0),
+            labels={str(k): str(v) for k, v in labels.items()},
+        ))
+    return tuple(channels)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _table(data: dict[str, Any], key: str, allowed: set[str]) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{key}] must be a table")
+    _reject_unknown(value, allowed, f"[{key}]")
+    return value
+
+
+def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(allowed))}")
+
+
+def _positive(table: dict[str, Any], key: str, default: float = 0.0) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"{key} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _label_value(job: str) -> str:
+    if not job or any(c in job for c in '"\\\n'):
+        raise ConfigError(f"prometheus.job {job!r} cannot be used as a label value")
+    return job

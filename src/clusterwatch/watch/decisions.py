@@ -1,0 +1,160 @@
+"""The decision rules of the pool watch: pure functions over plain data, no I/O.
+
+One `TargetRecord` per expected target carries the pending windows and the open incident
+between polls; `decide` applies one classified observation to it and returns the transition,
+if any. The poll, the replay and the exercise all call this same function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+# Observation classes. `unknown` covers failed queries and invalid rows alike.
+PRESENT = "present"
+MISSING = "missing"
+UNKNOWN = "unknown"
+FRESH = "fresh"
+AGING = "aging"
+STALE = "stale"
+
+ALERT = "alert"
+RECOVER = "recover"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The spec's constants; configurable so integration tests can run in seconds."""
+
+    fail_s: float = 900.0  # observed absence, or file age, that warrants an alert
+    recover_s: float = 600.0  # length of the clean window that closes an incident
+    max_gap_s: float = 180.0  # a longer pause between polls breaks the pending windows
+    fresh_s: float = 120.0  # oldest file age that counts as "being written"
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass
+class Incident:
+    id: str
+    opened: float  # detection time of the alert
+    status: str  # the observation that raised it: missing or stale
+
+
+@dataclass
+class TargetRecord:
+    """What one target remembers between polls."""
+
+    last_poll: Optional[float] = None
+    absent_since: Optional[float] = None  # first omission of the current absence window
+    good_since: Optional[float] = None  # first valid good poll of the recovery window
+    good_first_mtime: Optional[float] = None  # GPU: mtime seen at good_since
+    incident: Optional[Incident] = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    t: float
+    target: str
+    action: str  # alert or recover
+    status: str  # the classified observation that triggered it
+    incident: str
+
+
+def classify_mtime(now: float, mtime: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    """Classify a GPU file's mtime seen at poll time `now` (spec: "a valid mtime")."""
+    if not math.isfinite(mtime) or mtime <= 0 or mtime > now:
+        return UNKNOWN
+    age = now - mtime
+    if age >= thresholds.fail_s:
+        return STALE
+    if age <= thresholds.fresh_s:
+        return FRESH
+    return AGING
+
+
+def incident_id(target: str, opened: float) -> str:
+    """Short, deterministic id so repeated deliveries of one incident can be told apart."""
+    digest = hashlib.blake2b(f"{target}\0{opened!r}".encode(), digest_size=4).hexdigest()
+    return digest
+
+
+def decide(
+    record: TargetRecord,
+    target: str,
+    now: float,
+    observation: str,
+    mtime: Optional[float] = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> Optional[Decision]:
+    """Apply one classified observation of `target` at poll time `now`; mutate `record`.
+
+    `observation` is one of present, missing, unknown (nodes) or fresh, aging, stale,
+    missing, unknown (GPU files); `mtime` is the file's mtime for fresh/aging/stale.
+    """
+    previous = record.last_poll
+    record.last_poll = now
+    if (
+        observation == UNKNOWN
+        or (previous is not None and (now < previous or now - previous > thresholds.max_gap_s))
+    ):
+        record.absent_since = None
+        _clear_recovery(record)
+    if observation == UNKNOWN:
+        return None
+
+    if observation in (MISSING, STALE):
+        _clear_recovery(record)
+        if record.incident is not None:
+            return None
+        if observation == STALE:
+            record.absent_since = None
+            return _open(record, target, now, STALE)
+        if record.absent_since is None:
+            record.absent_since = now
+        if now - record.absent_since >= thresholds.fail_s:
+            record.absent_since = None
+            return _open(record, target, now, MISSING)
+        return None
+
+    # present, fresh or aging: the target is there, so no absence window is pending.
+    record.absent_since = None
+    if observation == AGING or record.incident is None:
+        _clear_recovery(record)
+        return None
+    if record.good_since is None:
+        record.good_since = now
+        record.good_first_mtime = mtime
+        return None
+    if now - record.good_since < thresholds.recover_s:
+        return None
+    if observation == FRESH and not _mtime_advanced(record.good_first_mtime, mtime):
+        return None  # a fresh age without a newer write: keep the window open
+    return _close(record, target, now, observation)
+
+
+def _mtime_advanced(first: Optional[float], last: Optional[float]) -> bool:
+    return first is not None and last is not None and last > first
+
+
+def _clear_recovery(record: TargetRecord) -> None:
+    record.good_since = None
+    record.good_first_mtime = None
+
+
+def _open(record: TargetRecord, target: str, now: float, status: str) -> Decision:
+    incident = Incident(id=incident_id(target, now), opened=now, status=status)
+    record.incident = incident
+    return Decision(t=now, target=target, action=ALERT, status=status, incident=incident.id)
+
+
+def _close(record: TargetRecord, target: str, now: float, status: str) -> Decision:
+    assert record.incident is not None
+    closed = record.incident
+    record.incident = None
+    _clear_recovery(record)
+    return Decision(t=now, target=target, action=RECOVER, status=status, incident=closed.id)
+

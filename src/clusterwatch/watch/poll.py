@@ -1,0 +1,162 @@
+"""One poll: observe, decide, save, deliver, report.
+
+The order is the guarantee: new transitions are saved together with the records (durably)
+before any channel is tried, and the outbox is saved again after delivery. A crash at any
+point leaves either the previous state or the new one, and an unsent transition stays queued.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from clusterwatch.notify.channel import Channel, SendResult
+from clusterwatch.notify.event import Event
+from clusterwatch.notify.outbox import deliver
+from clusterwatch.watch import health, state
+from clusterwatch.watch.condor import NodeObservation, query_machines
+from clusterwatch.watch.config import WatchConfig
+from clusterwatch.watch.decisions import (
+    MISSING,
+    PRESENT,
+    UNKNOWN,
+    Decision,
+    TargetRecord,
+    Thresholds,
+    classify_mtime,
+    decide,
+)
+from clusterwatch.watch.inventory import (
+    GPU_PREFIX,
+    GPUS_FILE,
+    NODE_PREFIX,
+    NODES_FILE,
+    read_inventory,
+)
+from clusterwatch.watch.prometheus import GpuObservation, gpu_file_query, query_gpu_files
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PollResult:
+    t: float
+    decisions: list[Decision] = field(default_factory=list)
+    node_error: Optional[str] = None
+    gpu_error: Optional[str] = None
+    delivery: dict[str, SendResult] = field(default_factory=dict)
+
+
+def evaluate(
+    records: dict[str, TargetRecord],
+    nodes: Sequence[str],
+    gpus: Sequence[str],
+    now: float,
+    node_obs: NodeObservation,
+    gpu_obs: GpuObservation,
+    thresholds: Thresholds,
+) -> tuple[dict[str, TargetRecord], list[Decision]]:
+    """Apply one poll's observations to every expected target.
+
+    Returns the new record map (targets no longer in an inventory are forgotten) and the
+    transitions in inventory order.
+    """
+    updated: dict[str, TargetRecord] = {}
+    decisions: list[Decision] = []
+    for name in nodes:
+        target = NODE_PREFIX + name
+        record = records.get(target) or TargetRecord()
+        if node_obs.error is not None:
+            observation = UNKNOWN
+        else:
+            observation = PRESENT if name in node_obs.machines else MISSING
+        decision = decide(record, target, now, observation, None, thresholds)
+        if decision is not None:
+            decisions.append(decision)
+        updated[target] = record
+    for instance in gpus:
+        target = GPU_PREFIX + instance
+        record = records.get(target) or TargetRecord()
+        mtime = gpu_obs.mtimes.get(instance)
+        if gpu_obs.error is not None:
+            observation = UNKNOWN
+        elif instance in gpu_obs.invalid:
+            log.warning("%s: unknown this poll: %s", target, gpu_obs.invalid[instance])
+            observation = UNKNOWN
+        elif mtime is None:
+            observation = MISSING
+        else:
+            observation = classify_mtime(now, mtime, thresholds)
+            if observation == UNKNOWN:
+                log.warning("%s: unknown this poll: file mtime %r is not in the past",
+                            target, mtime)
+        decision = decide(record, target, now, observation, mtime, thresholds)
+        if decision is not None:
+            decisions.append(decision)
+        updated[target] = record
+    return updated, decisions
+
+
+def firing_events(records: dict[str, TargetRecord]) -> list[Event]:
+    """The alert of every open incident, as channels that re-state alerts want them."""
+    return [
+        Event(0, record.incident.opened, "alert", target, record.incident.status,
+              record.incident.id)
+        for target, record in records.items()
+        if record.incident is not None
+    ]
+
+
+def run_poll(
+    config: WatchConfig,
+    channels: Sequence[Channel],
+    clock: Callable[[], float] = time.time,
+) -> PollResult:
+    """One complete poll under the state lock."""
+    nodes = read_inventory(config.config_dir / NODES_FILE)
+    gpus = read_inventory(config.config_dir / GPUS_FILE)
+    started = time.monotonic()
+    with state.locked(config.state_dir, config.lock_timeout_s):
+        watch_state = state.load(config.state_dir)
+        now = clock()
+        node_obs = (
+            query_machines(config.condor_status, config.condor_timeout_s)
+            if nodes else NodeObservation()
+        )
+        gpu_obs = (
+            query_gpu_files(config.prometheus_url, gpu_file_query(config.prometheus_job),
+                            now, config.prometheus_timeout_s)
+            if gpus else GpuObservation()
+        )
+        for source, error in (("condor_status", node_obs.error), ("Prometheus", gpu_obs.error)):
+            if error is not None:
+                log.error("%s: %s; the check is unknown for every target this poll",
+                          source, error)
+        watch_state.records, decisions = evaluate(
+            watch_state.records, nodes, gpus, now, node_obs, gpu_obs, config.thresholds)
+        outbox = watch_state.outbox
+        for decision in decisions:
+            event = outbox.append(decision.t, decision.action, decision.target,
+                                  decision.status, decision.incident)
+            log.warning("%s", event.line())
+        outbox.attach(channel.name for channel in channels)
+        watch_state.last_poll = {
+            "t": now,
+            "node_error": node_obs.error,
+            "gpu_error": gpu_obs.error,
+            "nodes": len(nodes),
+            "gpus": len(gpus),
+            "transitions": len(decisions),
+        }
+        state.save(config.state_dir, watch_state)  # before any send: nothing can be lost
+
+        before = outbox.to_json()
+        results = deliver(outbox, channels, now, firing_events(watch_state.records))
+        watch_state.last_poll["duration_s"] = round(time.monotonic() - started, 3)
+        if outbox.to_json() != before:  # the records are saved already; spare a rewrite
+            state.save(config.state_dir, watch_state)
+        health.write(config, watch_state)
+    return PollResult(now, decisions, node_obs.error, gpu_obs.error, results)

@@ -1,0 +1,112 @@
+"""GPU VRAM file observations: one Prometheus instant query, validated row by row."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from clusterwatch.notify.http import TransportError, request
+
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+
+
+def gpu_file_query(job: str) -> str:
+    """The spec's query: the file's mtime, only for targets whose last scrape succeeded."""
+    return (
+        f'node_textfile_mtime_seconds{{job="{job}",file=~"(.*/)?gpu_vram[.]prom"}} '
+        f'and on (job, instance) (up{{job="{job}"}} == 1)'
+    )
+
+
+def discovery_query(job: str) -> str:
+    """Every instance that has a gpu_vram.prom at all, healthy or not."""
+    return f'node_textfile_mtime_seconds{{job="{job}",file=~"(.*/)?gpu_vram[.]prom"}}'
+
+
+@dataclass(frozen=True)
+class GpuObservation:
+    """`error` set: the answer as a whole is unusable, every GPU worker is unknown.
+
+    Otherwise `mtimes` maps instance -> file mtime (the sample's value), and `invalid` maps
+    instance -> why that worker alone is unknown. An instance in neither is missing.
+    """
+
+    mtimes: dict[str, float] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)
+    error: Optional[str] = None
+
+
+def parse_vector(body: bytes) -> GpuObservation:
+    """Validate an instant-query answer by the spec's table."""
+    try:
+        answer = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return GpuObservation(error="the answer is not JSON")
+    if not isinstance(answer, dict) or answer.get("status") != "success":
+        return GpuObservation(error=f"query status {_short(answer, 'status')}")
+    if answer.get("warnings"):
+        return GpuObservation(error=f"query warnings: {str(answer['warnings'])[:200]}")
+    data = answer.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "vector":
+        return GpuObservation(error="the answer is not an instant vector")
+    rows = data.get("result")
+    if not isinstance(rows, list):
+        return GpuObservation(error="the answer is not an instant vector")
+    mtimes: dict[str, float] = {}
+    invalid: dict[str, str] = {}
+    for row in rows:
+        metric = row.get("metric") if isinstance(row, dict) else None
+        if not isinstance(metric, dict):
+            return GpuObservation(error="a row has no label set")
+        instance = metric.get("instance")
+        if not isinstance(instance, str) or not instance:
+            return GpuObservation(error="a row has no instance label")
+        if instance in mtimes or instance in invalid:
+            mtimes.pop(instance, None)
+            invalid[instance] = "two rows for one instance"
+            continue
+        value = _sample_value(row.get("value"))
+        if value is None:
+            invalid[instance] = "the value is not a finite number"
+            continue
+        mtimes[instance] = value
+    return GpuObservation(mtimes=mtimes, invalid=invalid)
+
+
+def _sample_value(pair: Any) -> Optional[float]:
+    # [query_time, "value"]: the first element is when the query ran, not the file's mtime.
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
+        return None
+    try:
+        value = float(pair[1])
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _short(answer: Any, key: str) -> str:
+    if isinstance(answer, dict):
+        return repr(answer.get(key))[:80]
+    return "missing"
+
+
+def query_gpu_files(
+    base_url: str, promql: str, at: float, timeout_s: float
+) -> GpuObservation:
+    """Run the instant query at time `at`; any failure makes every GPU worker unknown."""
+    params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
+    url = base_url.rstrip("/") + "/api/v1/query"
+    try:
+        response = request(
+            "POST", url, body=params.encode(),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+            timeout=timeout_s, max_body=MAX_ANSWER_BYTES,
+        )
+    except TransportError as exc:
+        return GpuObservation(error=f"Prometheus request failed ({exc.kind})")
+    if response.status != 200:
+        return GpuObservation(error=f"Prometheus answered HTTP {response.status}")
+    return parse_vector(response.body)

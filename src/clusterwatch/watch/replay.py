@@ -1,0 +1,89 @@
+"""`clusterwatch watch replay`: the decision rules over recorded observations (JSON Lines)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from typing import IO, Optional
+
+from clusterwatch.watch.decisions import (
+    DEFAULT_THRESHOLDS,
+    MISSING,
+    PRESENT,
+    UNKNOWN,
+    Decision,
+    TargetRecord,
+    Thresholds,
+    classify_mtime,
+    decide,
+)
+from clusterwatch.watch.inventory import GPU_PREFIX, NODE_PREFIX
+
+NODE_OBSERVATIONS = (PRESENT, MISSING, UNKNOWN)
+GPU_WORDS = (MISSING, UNKNOWN, "invalid")
+MTIME = "mtime"
+
+
+class ReplayError(ValueError):
+    """A line that is not an observation; the message starts with its line number."""
+
+
+def parse_line(number: int, line: str) -> tuple[float, str, str, Optional[float]]:
+    """(t, target, observation, mtime) for one JSON line.
+
+    A GPU mtime comes back as observation "mtime" with the number, to be classified
+    against the thresholds in use; "invalid" comes back as unknown.
+    """
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ReplayError(f"line {number}: not JSON ({exc.msg})") from None
+    if not isinstance(item, dict) or set(item) != {"t", "target", "observation"}:
+        raise ReplayError(f"line {number}: expected an object with t, target, observation")
+    t, target, observation = item["t"], item["target"], item["observation"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        raise ReplayError(f"line {number}: t must be a finite number of epoch seconds")
+    if not isinstance(target, str):
+        raise ReplayError(f"line {number}: target must be a string")
+    if target.startswith(NODE_PREFIX) and len(target) > len(NODE_PREFIX):
+        if observation not in NODE_OBSERVATIONS:
+            raise ReplayError(f"line {number}: a node observation is one of "
+                              f"{', '.join(NODE_OBSERVATIONS)}")
+        return float(t), target, observation, None
+    if target.startswith(GPU_PREFIX) and len(target) > len(GPU_PREFIX):
+        if isinstance(observation, (int, float)) and not isinstance(observation, bool):
+            return float(t), target, MTIME, float(observation)
+        if observation in GPU_WORDS:
+            return float(t), target, UNKNOWN if observation == "invalid" else observation, None
+        raise ReplayError(f"line {number}: a GPU observation is an mtime or one of "
+                          f"{', '.join(GPU_WORDS)}")
+    raise ReplayError(f"line {number}: target must start with node: or gpu: and name one")
+
+
+def replay(
+    lines: Iterable[str], thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> Iterator[Decision]:
+    """Decisions, in order, for observations given in time order; records start empty."""
+    records: dict[str, TargetRecord] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        t, target, observation, mtime = parse_line(number, line)
+        if observation == MTIME:
+            assert mtime is not None
+            observation = classify_mtime(t, mtime, thresholds)
+        record = records.setdefault(target, TargetRecord())
+        decision = decide(record, target, t, observation, mtime, thresholds)
+        if decision is not None:
+            yield decision
+
+
+def write_decisions(decisions: Iterable[Decision], out: IO[str]) -> int:
+    count = 0
+    for decision in decisions:
+        out.write(json.dumps({"t": decision.t, "target": decision.target,
+                              "action": decision.action, "status": decision.status}) + "\n")
+        out.flush()
+        count += 1
+    return count
