@@ -138,11 +138,11 @@ def run_poll(
         watch_state.records, decisions = evaluate(
             watch_state.records, nodes, gpus, now, node_obs, gpu_obs, config.thresholds)
         outbox = watch_state.outbox
+        outbox.attach(channel.name for channel in channels)  # before appending: see attach
         for decision in decisions:
             event = outbox.append(decision.t, decision.action, decision.target,
                                   decision.status, decision.incident)
             log.warning("%s", event.line())
-        outbox.attach(channel.name for channel in channels)
         watch_state.last_poll = {
             "t": now,
             "node_error": node_obs.error,
