@@ -76,7 +76,7 @@ def test_it_keeps_targets_independent(monkeypatch, capsys) -> None:
         items.append({"t": T0 + m * 60, "target": "node:a", "observation": "missing"})
         items.append({"t": T0 + m * 60, "target": "node:b", "observation": "unknown"})
     status, out, _ = run_replay(lines(*items), monkeypatch, capsys)
-    assert [d["target"] for d in out] == ["node:a"]
+    assert status == 0 and [d["target"] for d in out] == ["node:a"]
 
 
 def test_it_reads_a_file_argument(tmp_path: Path, capsys) -> None:
@@ -100,7 +100,9 @@ def test_it_reads_a_file_argument(tmp_path: Path, capsys) -> None:
         ('{"t": 1, "target": "gpu:x", "observation": true}', "a GPU observation"),
     ],
 )
-def test_it_rejects_bad_lines_with_their_number(line: str, message: str, monkeypatch, capsys) -> None:
+def test_it_rejects_bad_lines_with_their_number(
+    line: str, message: str, monkeypatch, capsys
+) -> None:
     status, out, err = run_replay(line + "\n", monkeypatch, capsys)
     assert status == 1 and out == []
     assert message in err

@@ -177,13 +177,24 @@ def deliver(
             results[channel.name] = result
             if not result.ok or outbox.pending(channel.name):
                 continue
-        refreshed = channel.refresh(firing, now)
+        refreshed = _refresh(channel, firing, now)
         if refreshed is not None and not refreshed.ok:
             _record_error(state, channel.name, refreshed, now)
             if refreshed.outcome == ch.DEFER and refreshed.retry_after is not None:
                 state.not_before = now + refreshed.retry_after
     outbox.compact()
     return results
+
+
+def _refresh(
+    channel: ch.Channel, firing: Sequence[Event], now: float
+) -> Optional[ch.SendResult]:
+    try:
+        return channel.refresh(firing, now)
+    except Exception as exc:  # a channel bug must not stop the other channels
+        log.exception("channel %s: unexpected failure re-stating open alerts (%s)",
+                      channel.name, type(exc).__name__)
+        return ch.SendResult(ch.RETRY, "internal_error")
 
 
 def _send_batch(
@@ -212,7 +223,9 @@ def _send_batch(
         )
     else:
         if result.outcome == ch.DEFER:
-            state.not_before = now + (result.retry_after or ch.DEFAULT_RETRY_AFTER_S)
+            state.not_before = now + (
+                ch.DEFAULT_RETRY_AFTER_S if result.retry_after is None else result.retry_after
+            )
         _record_error(state, channel.name, result, now)
         log.warning("channel %s: not delivered (%s); %d event(s) stay queued",
                     channel.name, result.error, len(outbox.pending(channel.name)))

@@ -79,6 +79,10 @@ def locked(state_dir: Path, timeout: float = 50.0) -> Iterator[None]:
 
 def load(state_dir: Path) -> WatchState:
     path = state_dir / STATE_FILE
+    for leftover in state_dir.glob(f".{STATE_FILE}.*.tmp"):
+        # A save killed before its rename; the state file itself is whole.
+        with contextlib.suppress(OSError):
+            leftover.unlink()
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -1,0 +1,421 @@
+"""Real Prometheus, node_exporter and Alertmanager on 127.0.0.1, one context manager each.
+
+Each service gets a port picked at start (bind port 0, release, hand it to the service; when
+another process grabs the port in between, the start is retried with a new one), writes its
+output to a log file, and is stopped (SIGTERM, then SIGKILL) when the `with` block ends,
+also when the block raises. An `atexit` hook stops anything a caller forgot. The children stay
+in the caller's process group, so a runner that kills the group takes them along.
+
+Configuration files are written as JSON, which YAML parsers read as YAML: no YAML library.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+LOOPBACK = "127.0.0.1"
+STARTUP_TIMEOUT = 30.0  # seconds for a service to answer its readiness URL
+STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
+PORT_ATTEMPTS = 3
+LOG_TAIL_LINES = 40
+
+# Debian package holding each binary, for the install hint.
+_DEBIAN_PACKAGES = {
+    "prometheus": "prometheus",
+    "prometheus-node-exporter": "prometheus-node-exporter",
+    "prometheus-alertmanager": "prometheus-alertmanager",
+}
+# Upstream release tarballs name two of the binaries differently.
+_UPSTREAM_NAMES = {
+    "prometheus-node-exporter": "node_exporter",
+    "prometheus-alertmanager": "alertmanager",
+}
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+# Readiness probes and queries must never go through an HTTP proxy from the environment.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class MissingComponent(Exception):
+    """A binary the loopback services need is not installed."""
+
+    def __init__(self, name: str, hint: str) -> None:
+        super().__init__(f"{name} not found on PATH; {hint}")
+        self.name = name
+        self.hint = hint
+
+
+class ServiceStartError(Exception):
+    """A service exited or did not become ready in time; the message ends with its log."""
+
+    def __init__(self, name: str, reason: str, log_tail: str) -> None:
+        super().__init__(f"{name} did not start: {reason}\n--- end of its log ---\n{log_tail}")
+        self.name = name
+        self.reason = reason
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class Service:
+    """A running service: `url` is its base URL, e.g. http://127.0.0.1:40123."""
+
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def address(self) -> str:
+        """host:port, as written in scrape targets and shown in Prometheus' instance label."""
+        return urllib.parse.urlsplit(self.url).netloc
+
+    @property
+    def port(self) -> int:
+        return int(self.address.rsplit(":", 1)[1])
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return _tail(self.log_path, lines)
+
+
+def require_binary(name: str) -> str:
+    """Path of the executable `name` (or its upstream name), or raise MissingComponent."""
+    for candidate in (name, _UPSTREAM_NAMES.get(name)):
+        path = shutil.which(candidate) if candidate else None
+        if path:
+            return path
+    package = _DEBIAN_PACKAGES.get(name)
+    if package:
+        hint = (
+            f"install it with: sudo apt-get install --no-install-recommends {package} "
+            "(scripts/test installs it)"
+        )
+    else:
+        hint = f"install the package that provides {name!r} and put it on PATH"
+    raise MissingComponent(name, hint)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice for port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def node_exporter(
+    textfile_dir: Path,
+    *,
+    extra_args: Sequence[str] = (),
+    log_dir: Optional[Path] = None,
+    binary: Optional[str] = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+) -> Iterator[Service]:
+    """node_exporter with only the textfile collector, reading `textfile_dir`.
+
+    The `file` label of node_textfile_mtime_seconds holds the absolute path of each file.
+    The log goes to `log_dir` (default: a temporary directory removed afterwards), so that
+    `textfile_dir` holds only what the caller writes there.
+    """
+    exe = binary or require_binary("prometheus-node-exporter")
+    directory = os.path.abspath(textfile_dir)
+
+    def command(port: int) -> list[str]:
+        return [
+            exe,
+            f"--web.listen-address={LOOPBACK}:{port}",
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            f"--collector.textfile.directory={directory}",
+            *extra_args,
+        ]
+
+    with contextlib.ExitStack() as stack:
+        if log_dir is None:
+            log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cw-node-")))
+        log_path = Path(log_dir) / "node_exporter.log"
+        yield stack.enter_context(
+            _running("node_exporter", command, "/metrics", log_path, startup_timeout)
+        )
+
+
+@contextlib.contextmanager
+def prometheus(
+    scrape_targets: Mapping[str, Sequence[str]],
+    workdir: Path,
+    scrape_interval: str = "1s",
+    alertmanager_url: Optional[str] = None,
+    *,
+    rule_files: Sequence[Path] = (),
+    binary: Optional[str] = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+) -> Iterator[Service]:
+    """Prometheus scraping `{job: ["127.0.0.1:PORT", ...]}`, storage and config in `workdir`.
+
+    Ready when /-/ready answers 200; use `wait_for_query` to wait for the first scrapes.
+    """
+    exe = binary or require_binary("prometheus")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
+        "scrape_configs": [
+            {
+                "job_name": job,
+                "static_configs": [{"targets": [_loopback_address(t) for t in targets]}],
+            }
+            for job, targets in scrape_targets.items()
+        ],
+    }
+    if rule_files:
+        config["rule_files"] = [os.path.abspath(path) for path in rule_files]
+    if alertmanager_url is not None:
+        parts = urllib.parse.urlsplit(alertmanager_url)
+        config["alerting"] = {
+            "alertmanagers": [
+                {
+                    "scheme": parts.scheme or "http",
+                    "path_prefix": parts.path or "/",
+                    "static_configs": [{"targets": [_loopback_address(parts.netloc)]}],
+                }
+            ]
+        }
+    config_path = workdir / "prometheus.yml"
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+    def command(port: int) -> list[str]:
+        return [
+            exe,
+            f"--config.file={config_path}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address={LOOPBACK}:{port}",
+        ]
+
+    with _running(
+        "prometheus", command, "/-/ready", workdir / "prometheus.log", startup_timeout
+    ) as service:
+        yield service
+
+
+@contextlib.contextmanager
+def alertmanager(
+    workdir: Path,
+    webhook_url: Optional[str],
+    *,
+    binary: Optional[str] = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+) -> Iterator[Service]:
+    """A single Alertmanager (clustering off) routing every alert to `webhook_url`.
+
+    Notifications are grouped per label set, sent after 1 s, resolved ones included;
+    `webhook_url=None` routes to a receiver that drops everything.
+    """
+    exe = binary or require_binary("prometheus-alertmanager")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    receiver: dict[str, Any] = {"name": "null"}
+    if webhook_url is not None:
+        _loopback_address(urllib.parse.urlsplit(webhook_url).netloc)
+        receiver = {
+            "name": "webhook",
+            "webhook_configs": [{"url": webhook_url, "send_resolved": True}],
+        }
+    config = {
+        "route": {
+            "receiver": receiver["name"],
+            "group_by": ["..."],
+            "group_wait": "1s",
+            "group_interval": "1s",
+            "repeat_interval": "1h",
+        },
+        "receivers": [receiver],
+    }
+    config_path = workdir / "alertmanager.yml"
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+    def command(port: int) -> list[str]:
+        return [
+            exe,
+            f"--config.file={config_path}",
+            f"--storage.path={workdir / 'alertmanager-data'}",
+            f"--web.listen-address={LOOPBACK}:{port}",
+            "--cluster.listen-address=",  # empty: no gossip port, a lone instance is ready
+        ]
+
+    with _running(
+        "alertmanager", command, "/-/ready", workdir / "alertmanager.log", startup_timeout
+    ) as service:
+        yield service
+
+
+def wait_for_query(
+    url: str,
+    promql: str,
+    predicate: Callable[[Any], bool],
+    timeout: float = 30.0,
+    interval: float = 0.2,
+) -> Any:
+    """Poll `url`/api/v1/query with `promql` until `predicate(parsed_json)` holds; return it.
+
+    Raises TimeoutError naming the last answer (or error) after `timeout` seconds.
+    """
+    query_url = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            _, body = _http_get(query_url, timeout=5.0)
+            last = json.loads(body)
+        except (OSError, ValueError) as exc:  # URLError is an OSError; bad JSON a ValueError
+            last = exc
+        else:
+            if predicate(last):
+                return last
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"{promql!r} not satisfied within {timeout:g} s; last answer: {last!r:.800}"
+            )
+        time.sleep(interval)
+
+
+def vector_rows(answer: Any) -> list[dict[str, Any]]:
+    """The rows of a successful instant-vector answer, else an empty list."""
+    if not isinstance(answer, dict) or answer.get("status") != "success":
+        return []
+    data = answer.get("data") or {}
+    if data.get("resultType") != "vector":
+        return []
+    return list(data.get("result") or [])
+
+
+# --- process handling -------------------------------------------------------------------
+
+_live: set[subprocess.Popen[bytes]] = set()
+_live_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _running(
+    name: str,
+    command: Callable[[int], list[str]],
+    ready_path: str,
+    log_path: Path,
+    startup_timeout: float,
+) -> Iterator[Service]:
+    service = _start(name, command, ready_path, log_path, startup_timeout)
+    try:
+        yield service
+    finally:
+        _stop(service.process)
+
+
+def _start(
+    name: str,
+    command: Callable[[int], list[str]],
+    ready_path: str,
+    log_path: Path,
+    startup_timeout: float,
+) -> Service:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        url = f"http://{LOOPBACK}:{free_port()}"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                command(int(url.rsplit(":", 1)[1])),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        with _live_lock:
+            _live.add(process)
+        try:
+            reason = _wait_ready(process, url + ready_path, startup_timeout)
+        except BaseException:
+            _stop(process)
+            raise
+        if reason is None:
+            return Service(name=name, url=url, process=process, log_path=log_path)
+        _stop(process)
+        tail = _tail(log_path, LOG_TAIL_LINES)
+        if attempt < PORT_ATTEMPTS and "address already in use" in tail.lower():
+            continue  # someone took the port between our probe and the service's bind
+        raise ServiceStartError(name, reason, tail)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float) -> Optional[str]:
+    """None once `url` answers 200; otherwise why the service is not coming up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        returncode = process.poll()
+        if returncode is not None:
+            return f"exited with status {returncode}"
+        try:
+            status, _ = _http_get(url, timeout=1.0)
+        except OSError:
+            status = 0
+        if status == 200:
+            return None
+        if time.monotonic() >= deadline:
+            return f"not ready within {timeout:g} s"
+        time.sleep(0.05)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    finally:
+        with _live_lock:
+            _live.discard(process)
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    with _live_lock:
+        leftovers = list(_live)
+    for process in leftovers:
+        _stop(process)
+
+
+def _http_get(url: str, timeout: float) -> tuple[int, bytes]:
+    try:
+        with _OPENER.open(url, timeout=timeout) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read()
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"(log unreadable: {exc})"
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def _loopback_address(address: str) -> str:
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    if host not in _LOOPBACK_HOSTS:
+        raise ValueError(f"loopback services only talk to 127.0.0.1, not {address!r}")
+    return address
