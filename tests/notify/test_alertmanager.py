@@ -176,6 +176,34 @@ def test_it_rejects_on_400(recorder: HttpRecorder) -> None:
     assert am_for(recorder).send([ALERT], T0) == ch.SendResult(ch.REJECTED, "http_400")
 
 
+@pytest.mark.parametrize("status", [401, 403, 404, 405])
+def test_it_rejects_other_client_errors_rather_than_growing_the_queue(
+    recorder: HttpRecorder, status: int
+) -> None:
+    recorder.enqueue(ScriptedResponse(status, b"no"))
+
+    assert am_for(recorder).send([ALERT], T0) == ch.SendResult(ch.REJECTED, f"http_{status}")
+
+
+@pytest.mark.parametrize("status", [408, 429])
+def test_it_keeps_the_batch_on_client_statuses_that_mean_later(
+    recorder: HttpRecorder, status: int
+) -> None:
+    recorder.enqueue(ScriptedResponse(status, b"later"))
+
+    assert am_for(recorder).send([ALERT], T0).outcome in (ch.RETRY, ch.DEFER)
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/api/v2/alerts", "/api/v2/alerts/"])
+def test_it_posts_to_the_v2_path_whether_or_not_the_url_names_it(
+    recorder: HttpRecorder, suffix: str
+) -> None:
+    channel = AlertmanagerChannel("am", recorder.url + suffix, timeout=CLIENT_TIMEOUT)
+
+    assert channel.send([ALERT], T0).ok
+    assert recorder.requests[-1].path == "/api/v2/alerts"
+
+
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_it_retries_on_5xx(recorder: HttpRecorder, status: int) -> None:
     recorder.enqueue(ScriptedResponse(status, b"down"))

@@ -170,7 +170,8 @@ def test_it_defers_a_rate_limited_channel_across_runs(
 
 
 @pytest.mark.parametrize(
-    ("retry_after", "wait"), [(None, 60.0), ("soon", 60.0), ("30", 30.0), ("0", 0.0)]
+    ("retry_after", "wait"),
+    [(None, 60.0), ("soon", 60.0), ("30", 30.0), ("0", 0.0), ("1000000000", 3600.0)],
 )
 def test_it_sets_not_before_from_retry_after(
     slack_server: HttpRecorder, retry_after: Optional[str], wait: float
@@ -369,16 +370,37 @@ def test_it_does_not_replay_old_events_to_a_newly_attached_channel(
     assert len(outbox.pending("old")) == 4
 
 
-def test_it_forgets_a_detached_channel() -> None:
+def test_it_forgets_a_detached_channel_and_says_what_it_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     outbox = new_outbox("a", "b")
     queue(outbox, 2)
     outbox.channels["a"].cursor = 2
+    outbox.channels["b"].dead.append(make_dead())
 
-    outbox.attach(["a"])
+    with caplog.at_level(logging.WARNING):
+        outbox.attach(["a"])
     outbox.compact()
 
     assert list(outbox.channels) == ["a"]
     assert outbox.events == []
+    assert "channel b is no longer configured: dropping its 2 queued and 1 dead" in caplog.text
+
+
+def make_dead() -> Event:
+    return Event(99, T0, "alert", "node:x", "missing", "inc-x")
+
+
+def test_it_ignores_a_saved_back_off_that_lies_beyond_the_longest_wait(
+    slack_server: HttpRecorder,
+) -> None:
+    """A wait saved before the clock stepped back must not mute the channel for days."""
+    outbox = new_outbox("slack")
+    queue(outbox, 1)
+    outbox.channels["slack"].not_before = T0 + 2 * 86400
+
+    assert deliver(outbox, [slack_for(slack_server, "slack")], T0)["slack"].ok
+    assert outbox.channels["slack"].not_before == 0.0
 
 
 def test_it_bounds_the_history() -> None:

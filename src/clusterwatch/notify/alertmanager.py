@@ -16,6 +16,10 @@ from clusterwatch.notify.event import Event, format_rfc3339
 from clusterwatch.notify.http import HttpPost, TransportError, post, post_json
 
 ALERTNAME = "ClusterwatchTargetDown"
+API_PATH = "/api/v2/alerts"
+# "Later" answers; any other 4xx (bad alert, wrong path, refused credentials) will not change
+# by sending the same request again.
+TRANSIENT_CLIENT_STATUSES = frozenset({408, 425, 429})
 FIRING_TTL_S = 300.0  # endsAt of a firing alert: now + this; re-stated every run
 
 
@@ -32,7 +36,8 @@ class AlertmanagerChannel(ch.Channel):
         http_post: HttpPost = post,
     ) -> None:
         super().__init__(name)
-        self._endpoint = url.rstrip("/") + "/api/v2/alerts"
+        base = url.rstrip("/")
+        self._endpoint = base if base.endswith(API_PATH) else base + API_PATH
         self._timeout = timeout
         self._extra_labels = dict(extra_labels or {})
         self._post = http_post
@@ -78,7 +83,6 @@ class AlertmanagerChannel(ch.Channel):
         if response.status == 429:
             retry_after = ch.parse_retry_after(response.headers.get("retry-after"))
             return ch.SendResult(ch.DEFER, "rate_limited", retry_after)
-        if response.status == 400:
-            # The API rejects alerts it cannot parse: resending the same bytes cannot help.
-            return ch.SendResult(ch.REJECTED, "http_400")
+        if 400 <= response.status < 500 and response.status not in TRANSIENT_CLIENT_STATUSES:
+            return ch.SendResult(ch.REJECTED, f"http_{response.status}")
         return ch.SendResult(ch.RETRY, f"http_{response.status}")

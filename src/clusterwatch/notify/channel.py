@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -14,6 +15,7 @@ DEFER = "defer"  # rate limited: keep the batch and wait `retry_after` seconds
 REJECTED = "rejected"  # permanent rejection: set the batch aside as dead letters
 
 DEFAULT_RETRY_AFTER_S = 60.0
+MAX_RETRY_AFTER_S = 3600.0  # a longer wait would mute the channel; cap what a server asks
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Channel:
 def parse_retry_after(value: Optional[str]) -> float:
     """Seconds from a Retry-After header; the default when absent or malformed.
 
-    Only the delta-seconds form is used by Slack; an HTTP date counts as malformed.
+    Only the delta-seconds form is used by Slack; an HTTP date counts as malformed. A wait
+    longer than an hour is capped at an hour.
     """
     if value is None:
         return DEFAULT_RETRY_AFTER_S
@@ -59,6 +62,6 @@ def parse_retry_after(value: Optional[str]) -> float:
         seconds = float(value.strip())
     except ValueError:
         return DEFAULT_RETRY_AFTER_S
-    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+    if not math.isfinite(seconds) or seconds < 0:
         return DEFAULT_RETRY_AFTER_S
-    return seconds
+    return min(seconds, MAX_RETRY_AFTER_S)

@@ -94,13 +94,18 @@ class Outbox:
                 self.channels[name] = ChannelState(cursor=self.next_seq - 1)
         for name in list(self.channels):
             if name not in wanted:
-                del self.channels[name]
+                dropped = self.channels.pop(name)
+                log.warning("channel %s is no longer configured: dropping its %d queued and "
+                            "%d dead-lettered message(s)", name, len(self.pending_for(name,
+                            dropped)), len(dropped.dead))
 
     def pending(self, name: str) -> list[Event]:
-        cursor = self.channels[name].cursor
+        return self.pending_for(name, self.channels[name])
+
+    def pending_for(self, name: str, state: ChannelState) -> list[Event]:
         return [
             event for event in self.events
-            if event.seq > cursor and self.only_for.get(event.seq, name) == name
+            if event.seq > state.cursor and self.only_for.get(event.seq, name) == name
         ]
 
     def compact(self) -> None:
@@ -167,6 +172,9 @@ def deliver(
     results: dict[str, ch.SendResult] = {}
     for channel in channels:
         state = outbox.channels[channel.name]
+        if state.not_before > now + ch.MAX_RETRY_AFTER_S:
+            # Saved before the clock stepped back: no server asks for a wait this long.
+            state.not_before = 0.0
         if now < state.not_before:
             log.info("channel %s: rate-limited for %.0f s more", channel.name,
                      state.not_before - now)
@@ -178,7 +186,9 @@ def deliver(
             if not result.ok or outbox.pending(channel.name):
                 continue
         refreshed = _refresh(channel, firing, now)
-        if refreshed is not None and not refreshed.ok:
+        if refreshed is not None and refreshed.ok:
+            state.last_success_t = now
+        elif refreshed is not None:
             _record_error(state, channel.name, refreshed, now)
             if refreshed.outcome == ch.DEFER and refreshed.retry_after is not None:
                 state.not_before = now + refreshed.retry_after

@@ -26,7 +26,8 @@ def render(watch_state: WatchState) -> str:
     gauge("clusterwatch_watch_last_poll_timestamp_seconds",
           "When the last completed poll ran (alert when this falls behind).",
           [("", float(poll.get("t", 0)))])
-    gauge("clusterwatch_watch_poll_duration_seconds", "Duration of the last poll.",
+    gauge("clusterwatch_watch_poll_duration_seconds",
+          "Time the last poll took to observe and decide (delivery excluded).",
           [("", float(poll.get("duration_s", 0)))])
     gauge("clusterwatch_watch_source_up",
           "1 if the source answered usably in the last poll, 0 if every target was unknown.",

@@ -150,12 +150,12 @@ def run_poll(
             "nodes": len(nodes),
             "gpus": len(gpus),
             "transitions": len(decisions),
+            "duration_s": round(time.monotonic() - started, 3),  # observe and decide
         }
         state.save(config.state_dir, watch_state)  # before any send: nothing can be lost
 
         before = outbox.to_json()
         results = deliver(outbox, channels, now, firing_events(watch_state.records))
-        watch_state.last_poll["duration_s"] = round(time.monotonic() - started, 3)
         if outbox.to_json() != before:  # the records are saved already; spare a rewrite
             state.save(config.state_dir, watch_state)
         health.write(config, watch_state)
