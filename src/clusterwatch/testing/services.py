@@ -38,6 +38,7 @@ LOG_TAIL_LINES = 40
 # Debian package holding each binary, for the install hint.
 _DEBIAN_PACKAGES = {
     "prometheus": "prometheus",
+    "promtool": "prometheus",
     "prometheus-node-exporter": "prometheus-node-exporter",
     "prometheus-alertmanager": "prometheus-alertmanager",
 }

@@ -46,7 +46,7 @@ def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False) -
     if poll:
         out.write(f"last poll: {format_utc(poll['t'])} ({now - poll['t']:.0f} s ago), "
                   f"{poll.get('nodes', 0)} nodes, {poll.get('gpus', 0)} GPU workers, "
-                  f"{poll.get('duration_s', 0):.2f} s\n")
+                  f"{poll.get('duration_s', 0):.3f} s to observe and decide\n")
         for key, source in (("node_error", "condor_status"), ("gpu_error", "Prometheus")):
             if poll.get(key):
                 out.write(f"  {source} failed: {poll[key]}\n")

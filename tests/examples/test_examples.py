@@ -1,0 +1,64 @@
+"""The shipped examples stay true to the code: configs load, rules parse, names exist."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clusterwatch.watch import health
+from clusterwatch.watch.config import load_config
+from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS
+from clusterwatch.watch.state import WatchState
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_TOML = ROOT / "examples" / "watch" / "watch.toml"
+RULES = ROOT / "examples" / "prometheus" / "clusterwatch-watch-rules.yml"
+
+
+def test_it_loads_the_example_watch_toml_as_the_defaults(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE_TOML, tmp_path / "watch.toml")
+    config = load_config(tmp_path, tmp_path / "state")
+    assert config.thresholds == DEFAULT_THRESHOLDS
+    assert (config.prometheus_url, config.prometheus_job) == ("http://127.0.0.1:9090", "node")
+    assert (config.condor_status, config.condor_timeout_s) == ("condor_status", 15.0)
+    assert config.channels == ()
+
+
+def test_it_loads_the_example_channels_once_uncommented(tmp_path: Path) -> None:
+    text = EXAMPLE_TOML.read_text()
+    start = text.index("# [[channels]]")
+    channels = "\n".join(line[2:] if line.startswith("# ") else line
+                         for line in text[start:].splitlines())
+    (tmp_path / "watch.toml").write_text(text[:start] + channels + "\n")
+    config = load_config(tmp_path, tmp_path / "state")
+    assert [(c.type, c.name) for c in config.channels] == [
+        ("slack", "slack"), ("alertmanager", "alertmanager"), ("webhook", "ops-bot")]
+    assert config.channels[1].labels == {"team": "pool-ops"}
+
+
+def test_it_ships_rules_that_promtool_accepts(need_binary: Callable[[str], str]) -> None:
+    promtool = need_binary("promtool")
+    checked = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True,
+                             text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_it_names_only_metrics_the_watch_writes() -> None:
+    written = set(re.findall(r"^# TYPE (\S+) ", health.render(WatchState()), re.MULTILINE))
+    used = set(re.findall(r"\b(clusterwatch_watch_[a-z_]+)", RULES.read_text()))
+    assert used and used <= written
+
+
+@pytest.mark.parametrize("unit", sorted((ROOT / "deploy" / "systemd").glob("*.service")))
+def test_it_ships_units_that_run_the_cli_verbs_that_exist(unit: Path) -> None:
+    from clusterwatch.cli import build_parser
+
+    exec_start = next(line for line in unit.read_text().splitlines()
+                      if line.startswith("ExecStart="))
+    argv = exec_start.split()[1:]
+    build_parser().parse_args(argv)  # exits (SystemExit) on an unknown verb or option
