@@ -73,6 +73,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        status = _run(argv)
+    except SystemExit:
+        # argparse printed --help, --version or a usage error: flush that here as well, so
+        # `clusterwatch --help | head -1` does not end in a BrokenPipeError at exit.
+        _flush_stdout()
+        raise
+    # Output is block-buffered on a pipe: a reader that went away (`... | head`) shows up
+    # only at this flush, which would otherwise happen at interpreter exit, print
+    # "Exception ignored ... BrokenPipeError" and turn the exit status into 120.
+    _flush_stdout()
+    return status
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.verbose)
@@ -92,9 +107,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader went away (`... | head`): not an error worth a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence_stdout()
         return EXIT_OK
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is None:  # started with stdout closed: print() discards, so may we
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at interpreter exit has nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -28,13 +28,17 @@ CHANNEL_TYPES = ("slack", "alertmanager", "webhook")
 
 
 def default_config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "htcondor-watch"
+    return _xdg_base("XDG_CONFIG_HOME", Path.home() / ".config") / "htcondor-watch"
 
 
 def default_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "htcondor-watch"
+    return _xdg_base("XDG_STATE_HOME", Path.home() / ".local" / "state") / "htcondor-watch"
+
+
+def _xdg_base(variable: str, fallback: Path) -> Path:
+    # The XDG Base Directory spec: an unset, empty or relative value means the default.
+    value = os.environ.get(variable, "")
+    return Path(value) if os.path.isabs(value) else fallback
 
 
 @dataclass(frozen=True)
@@ -79,20 +83,25 @@ def load_config(
     condor = _table(data, "condor", {"status_command", "timeout_s"})
     limits = _table(data, "thresholds", {"fail_s", "recover_s", "max_gap_s", "fresh_s"})
     health = _table(data, "health", {"textfile"})
-    thresholds = Thresholds(**{key: _positive(limits, key) for key in limits})
+    thresholds = Thresholds(**{key: _positive(limits, key, 0.0, "[thresholds]")
+                               for key in limits})
     if thresholds.fresh_s >= thresholds.fail_s:
         raise ConfigError("thresholds: fresh_s must be below fail_s")
+    toml_state_dir = _string(data, "state_dir", "")
     if state_dir is None:
-        state_dir = Path(str(data["state_dir"])) if "state_dir" in data else default_state_dir()
-    textfile = health.get("textfile")
+        state_dir = Path(toml_state_dir) if toml_state_dir else default_state_dir()
+    textfile = _string(health, "textfile", "[health]")
+    # Checked even where a command-line value wins: a wrong file is wrong either way.
+    toml_prometheus_url = _string(prom, "url", "[prometheus]", "http://127.0.0.1:9090")
+    toml_condor_status = _string(condor, "status_command", "[condor]", "condor_status")
     return WatchConfig(
         config_dir=config_dir,
         state_dir=state_dir.expanduser(),
-        prometheus_url=prometheus_url or str(prom.get("url", "http://127.0.0.1:9090")),
-        prometheus_job=_label_value(str(prom.get("job", "node"))),
-        prometheus_timeout_s=_positive(prom, "timeout_s", 10.0),
-        condor_status=condor_status or str(condor.get("status_command", "condor_status")),
-        condor_timeout_s=_positive(condor, "timeout_s", 15.0),
+        prometheus_url=prometheus_url or toml_prometheus_url,
+        prometheus_job=_label_value(_string(prom, "job", "[prometheus]", "node")),
+        prometheus_timeout_s=_positive(prom, "timeout_s", 10.0, "[prometheus]"),
+        condor_status=condor_status or toml_condor_status,
+        condor_timeout_s=_positive(condor, "timeout_s", 15.0, "[condor]"),
         thresholds=thresholds,
         channels=_channels(data, config_dir),
         health_textfile=Path(str(textfile)) if textfile else None,
@@ -110,9 +119,18 @@ def read_secret(path: Path) -> str:
             f"secret file {path} is readable by group or others "
             f"(mode {stat.S_IMODE(info.st_mode):03o}); run: chmod 600 {path}"
         )
-    value = path.read_text(encoding="utf-8").strip()
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"secret file {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
     if not value or any(ch.isspace() for ch in value):
         raise ConfigError(f"secret file {path} must hold the URL alone, on one line")
+    if not value.lower().startswith(("https://", "http://")):
+        # Caught here rather than as a delivery error retried every minute; the message
+        # must not quote the value.
+        raise ConfigError(f"secret file {path} must hold an https:// (or http://) URL")
     return value
 
 
@@ -134,7 +152,7 @@ def _channels(data: dict[str, Any], config_dir: Path) -> tuple[ChannelConfig, ..
         kind = item.get("type")
         if kind not in CHANNEL_TYPES:
             raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)}")
-        name = str(item.get("name", kind))
+        name = _string(item, "name", where, kind)
         if any(c.name == name for c in channels):
             raise ConfigError(f"{where}: two channels are named {name!r}")
         secret_key = {"slack": "webhook_file", "webhook": "url_file"}.get(kind)
@@ -142,16 +160,18 @@ def _channels(data: dict[str, Any], config_dir: Path) -> tuple[ChannelConfig, ..
         if secret_key is not None:
             if secret_key not in item:
                 raise ConfigError(f"{where} ({kind}) needs {secret_key}, a file holding the URL")
-            secret_file = config_dir / str(item[secret_key])
-        url = item.get("url")
+            secret_file = config_dir / _string(item, secret_key, where)
+        url = _string(item, "url", where)
         if kind == "alertmanager" and not url:
             raise ConfigError(f"{where} (alertmanager) needs url, e.g. http://127.0.0.1:9093")
         labels = item.get("labels", {})
-        if not isinstance(labels, dict):
+        if not isinstance(labels, dict) or not all(
+            isinstance(value, str) for value in labels.values()
+        ):
             raise ConfigError(f"{where}.labels must be a table of strings")
         channels.append(ChannelConfig(
             type=kind, name=name, secret_file=secret_file, url=str(url) if url else None,
-            timeout_s=_positive(item, "timeout_s", 10.0),
+            timeout_s=_positive(item, "timeout_s", 10.0, where),
             labels={str(k): str(v) for k, v in labels.items()},
         ))
     return tuple(channels)
@@ -185,11 +205,26 @@ def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> Non
                           f"known: {', '.join(sorted(allowed))}")
 
 
-def _positive(table: dict[str, Any], key: str, default: float = 0.0) -> float:
+def _positive(table: dict[str, Any], key: str, default: float = 0.0, where: str = "") -> float:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{key} must be a positive number of seconds, not {value!r}")
+        raise ConfigError(f"{_key(where, key)} must be a positive number of seconds, "
+                          f"not {value!r}")
     return float(value)
+
+
+def _string(table: dict[str, Any], key: str, where: str, default: str = "") -> str:
+    """A string setting; TOML has types, so `url = 9090` is a mistake, not a URL."""
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise ConfigError(f"{_key(where, key)} must be a string, not {value!r}")
+    return value
+
+
+def _key(where: str, key: str) -> str:
+    if not where:
+        return key
+    return f"{where} {key}" if where.startswith("[") else f"{where}.{key}"
 
 
 def _label_value(job: str) -> str:
