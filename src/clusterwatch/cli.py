@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from typing import Callable, Optional
 
 from clusterwatch import __version__
-from clusterwatch.errors import EXIT_CONFIG, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
+from clusterwatch.errors import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    RunError,
+    UsageError,
+)
 
 # part name -> (module with `register(subparsers)`, one-line help)
 PARTS = {
@@ -103,6 +111,9 @@ def _run(argv: Optional[Sequence[str]]) -> int:
     except ConfigError as exc:
         print(f"clusterwatch: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except RunError as exc:
+        print(f"clusterwatch: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -12,3 +12,8 @@ class UsageError(Exception):
 
 class ConfigError(Exception):
     """Bad or unsafe configuration (exit status 78). The message must hold no secret."""
+
+
+class RunError(Exception):
+    """The run failed for a reason outside the configuration (exit status 1), such as a
+    state file that cannot be written or a lock held too long. No secret in the message."""

@@ -26,8 +26,8 @@ from .conftest import Pool
 W1, W2, W3 = "worker1.example.org", "worker2.example.org", "worker3.example.org"
 G1, G2, G3 = "192.0.2.10:9100", "192.0.2.11:9100", "192.0.2.12:9100"
 TOKEN = "cwTESTsecretTOKEN4242"  # recognisable part of the webhook URL: must never be shown
-TRANSITION = re.compile(r"^(alert|recover) (node|gpu):\S+ \((missing|stale|present|fresh)\) "
-                        r"incident [0-9a-f]+$")
+TRANSITION = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ (ALERT|RECOVER) (node|gpu):\S+ "
+                        r"\((missing|stale|present|fresh)\) incident [0-9a-f]+$")
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +74,7 @@ def healthy(pool: Pool, stale: Sequence[str] = ()) -> float:
 def transitions(out: str) -> list[tuple[str, str, str]]:
     lines = out.splitlines()
     assert all(TRANSITION.match(line) for line in lines), out
-    return [(line.split()[0], line.split()[1], line.split()[2]) for line in lines]
+    return [(line.split()[2].lower(), line.split()[3], line.split()[4]) for line in lines]
 
 
 def incident_of(out: str, target: str) -> str:
@@ -502,3 +502,45 @@ def test_it_installs_a_console_script_that_behaves_the_same(tmp_path: Path) -> N
     assert done.returncode == 0 and len(parse_exercise(done.stdout)) == 6
     piped = closed_pipe_run([str(script), "watch", "exercise"], tmp_path)
     assert (piped.returncode, piped.stderr.decode()) == (0, "")
+
+
+def test_it_accepts_the_common_options_after_the_verb(pool: Pool, capsys) -> None:
+    healthy(pool, stale=[G2])
+    after = ["watch", "poll", "--config-dir", str(pool.config_dir), "--state-dir",
+             str(pool.state_dir), "--prometheus-url", pool.prometheus.url,
+             "--condor-status", str(pool.condor_status)]
+    status, out, _ = cli(capsys, *after)
+    assert status == 0 and f"gpu:{G2}" in out
+    status, out, _ = cli(capsys, "watch", "status", "--state-dir", str(pool.state_dir),
+                         "--config-dir", str(pool.config_dir))
+    assert status == 0 and "open incidents: 1" in out
+
+
+def test_it_reports_a_held_lock_without_a_traceback(pool: Pool, capsys, monkeypatch) -> None:
+    from clusterwatch.watch import config as config_module
+    from clusterwatch.watch import state
+
+    healthy(pool)
+    cli(capsys, *watch(pool))
+    real_load = config_module.load_config
+
+    def impatient(*args, **kwargs):  # type: ignore[no-untyped-def]
+        loaded = real_load(*args, **kwargs)
+        return type(loaded)(**{**loaded.__dict__, "lock_timeout_s": 0.2})
+
+    monkeypatch.setattr(config_module, "load_config", impatient)
+    with state.locked(pool.state_dir):
+        status, out, err = cli(capsys, *watch(pool, "redeliver"))
+    assert status == 1 and out == ""
+    assert "another clusterwatch watch run holds" in err and "Traceback" not in err
+
+
+def test_it_leaves_a_corrupt_state_file_alone_in_status(pool: Pool, capsys) -> None:
+    pool.state_dir.mkdir(mode=0o700)
+    corrupt = b'{"version": 1, "targets": '
+    (pool.state_dir / "state.json").write_bytes(corrupt)
+    status, out, err = cli(capsys, *watch(pool, "status"))
+    assert status == 1 and out == ""
+    assert "is unreadable" in err and "the next poll moves it aside" in err
+    assert (pool.state_dir / "state.json").read_bytes() == corrupt
+    assert not list(pool.state_dir.glob("state.json.corrupt-*"))

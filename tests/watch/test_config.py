@@ -93,7 +93,7 @@ def test_it_uses_the_seed_layout_under_home_by_default(pool: Pool, tmp_path: Pat
     stale_gpu(pool)
     status, out, _ = cli(capsys, *pool_args(pool, config_dir=False, state_dir=False))
     assert status == 0
-    assert f"alert gpu:{G1} (stale)" in out
+    assert f"ALERT gpu:{G1} (stale)" in out
     state_dir = home / ".local" / "state" / "htcondor-watch"
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
     assert stat.S_IMODE((state_dir / "state.json").stat().st_mode) == 0o600
@@ -112,7 +112,7 @@ def test_it_respects_xdg_config_home_and_xdg_state_home(pool: Pool, tmp_path: Pa
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     stale_gpu(pool)
     status, out, _ = cli(capsys, *pool_args(pool, config_dir=False, state_dir=False))
-    assert status == 0 and f"alert gpu:{G1} (stale)" in out
+    assert status == 0 and f"ALERT gpu:{G1} (stale)" in out
     assert (tmp_path / "xdg-state" / "htcondor-watch" / "state.json").is_file()
     assert not (tmp_path / "home").exists()
 
@@ -176,7 +176,7 @@ def test_it_disables_the_node_check_for_an_empty_expected_nodes(pool: Pool, caps
     assert status == 0, err  # the failing condor_status was never run
     assert recorded_argv(broken.parent) == []
     assert len(pool.prometheus.queries) == 1  # the GPU check still runs
-    assert f"alert gpu:{G1} (stale)" in out
+    assert f"ALERT gpu:{G1} (stale)" in out
     assert not any(t.startswith("node:") for t in state.load(pool.state_dir).records)
 
 
@@ -260,7 +260,7 @@ def test_it_runs_without_channels_when_there_is_no_slack_webhook(pool: Pool, cap
     (pool.config_dir / "slack_webhook").unlink()
     stale_gpu(pool)
     status, out, err = cli(capsys, *pool_args(pool))
-    assert status == 0 and f"alert gpu:{G1} (stale)" in out, err
+    assert status == 0 and f"ALERT gpu:{G1} (stale)" in out, err
     status, out, _ = cli(capsys, *pool_args(pool), "status")
     assert "channels: none configured" in out
 
@@ -338,7 +338,7 @@ def test_it_applies_configured_thresholds(pool: Pool, capsys) -> None:
 
     pool.write_toml("[thresholds]\nfail_s = 600\nfresh_s = 60\n")
     status, out, _ = cli(capsys, *pool_args(pool))
-    assert status == 0 and f"alert gpu:{G1} (stale)" in out
+    assert status == 0 and f"ALERT gpu:{G1} (stale)" in out
 
 
 def test_it_delivers_to_several_channels(pool: Pool, tmp_path: Path, capsys) -> None:
@@ -357,7 +357,7 @@ def test_it_delivers_to_several_channels(pool: Pool, tmp_path: Path, capsys) -> 
         stale_gpu(pool)
         status, out, err = cli(capsys, "-vv", *pool_args(pool))
         assert status == 0, err
-        assert f"alert gpu:{G1} (stale)" in out
+        assert f"ALERT gpu:{G1} (stale)" in out
 
         assert [r.route for r in pool.slack.requests] == [
             f"/services/T0CWTEST/B0CWTEST/{TOKEN}"]
@@ -428,7 +428,7 @@ def test_it_lets_command_line_options_win_over_watch_toml(pool: Pool, tmp_path: 
     stale_gpu(pool)
     status, out, err = cli(capsys, *pool_args(pool))
     assert status == 0, err
-    assert f"alert gpu:{G1} (stale)" in out
+    assert f"ALERT gpu:{G1} (stale)" in out
     assert len(pool.prometheus.queries) == 1
     assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
     assert recorded_argv(broken.parent) == []
@@ -444,7 +444,7 @@ def test_it_takes_watch_toml_settings_without_command_line_options(pool: Pool, t
     stale_gpu(pool)
     status, out, err = cli(capsys, "watch", "--config-dir", str(pool.config_dir))
     assert status == 0, err
-    assert f"alert gpu:{G1} (stale)" in out
+    assert f"ALERT gpu:{G1} (stale)" in out
     assert 'job="gpu-nodes"' in pool.prometheus.queries[0]["query"]
     assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
     assert (toml_state / "state.json").is_file() and not pool.state_dir.exists()
@@ -457,3 +457,34 @@ def test_it_exits_78_naming_watch_toml_on_a_syntax_error(pool: Pool, capsys) -> 
     assert str(pool.config_dir / "watch.toml") in err
     assert "Traceback" not in err
     assert no_query_made(pool)
+
+
+def test_it_takes_relative_paths_in_watch_toml_from_the_config_dir(tmp_path: Path) -> None:
+    from clusterwatch.watch.config import load_config
+
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "watch.toml").write_text(
+        'state_dir = "state"\n[health]\ntextfile = "../textfiles/watch.prom"\n')
+    config = load_config(config_dir)
+    assert config.state_dir == config_dir / "state"
+    assert config.health_textfile == config_dir / "../textfiles/watch.prom"
+
+
+def test_it_warns_when_channels_leave_the_seed_slack_file_unused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from clusterwatch.watch.config import load_config
+
+    (tmp_path / "slack_webhook").write_text("https://hooks.example.org/x\n")
+    (tmp_path / "watch.toml").write_text(
+        '[[channels]]\ntype = "alertmanager"\nurl = "http://127.0.0.1:9093"\n')
+    with caplog.at_level(logging.WARNING):
+        load_config(tmp_path, tmp_path / "state")
+    assert "slack_webhook exists but no [[channels]] entry uses it" in caplog.text
+    caplog.clear()
+    (tmp_path / "watch.toml").write_text(
+        '[[channels]]\ntype = "slack"\nwebhook_file = "slack_webhook"\n')
+    with caplog.at_level(logging.WARNING):
+        load_config(tmp_path, tmp_path / "state")
+    assert "slack_webhook" not in caplog.text

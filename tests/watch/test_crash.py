@@ -30,10 +30,16 @@ CHILD = textwrap.dedent(
     kill_at, now = int(sys.argv[1]), float(sys.argv[2])
     calls = [0]
 
+    per_name = {}
+
     def killing(real):
         def wrapper(*args, **kwargs):
             calls[0] += 1
+            per_name[real.__name__] = per_name.get(real.__name__, 0) + 1
             if calls[0] == kill_at:
+                sys.stderr.write("killed at %s #%d\\n" % (real.__name__,
+                                                          per_name[real.__name__]))
+                sys.stderr.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
             return real(*args, **kwargs)
         return wrapper
@@ -129,14 +135,16 @@ def test_it_redelivers_when_killed_after_slack_accepted_but_before_the_ack_was_s
     prepare(pool)
     now = T0 + 15 * 60
     pool.set_gpu_mtimes({G1: now - 10, G2: now - 10}, now)
-    # Kill at the 2nd HTTP-level call after the first save: getresponse of the Slack post.
+    # Walk the kill points up to the one waiting for Slack's answer to the first post
+    # (the first HTTP exchange of a poll is the Prometheus query).
     kill_at = 1
     while True:
         child = poll_in_child(pool, now, kill_at)
-        if child.returncode != 0 and pool.slack.requests:
-            break
         assert child.returncode != 0, "the poll completed before the kill point was found"
+        if "killed at getresponse #2" in child.stderr:
+            break
         kill_at += 1
+    pool.slack.wait_for(timeout=10)  # the request went out before the kill
     assert len(pool.slack.requests) == 1
     saved = state.load(pool.state_dir)
     assert [e.target for e in saved.outbox.pending("slack")] == [f"node:{W2}"]

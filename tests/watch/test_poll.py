@@ -165,7 +165,7 @@ def test_it_makes_every_gpu_unknown_when_prometheus_is_unreachable(pool: Pool) -
     config = type(state_config)(**{**state_config.__dict__, "prometheus_url":
                                    "http://127.0.0.1:1", "prometheus_timeout_s": 1.0})
     result = pool.poll(T0, config)
-    assert result.gpu_error == "Prometheus request failed (connection)"
+    assert result.gpu_error == "request failed (connection)"
 
 
 def test_it_makes_every_gpu_unknown_when_prometheus_times_out(pool: Pool) -> None:
@@ -173,7 +173,7 @@ def test_it_makes_every_gpu_unknown_when_prometheus_times_out(pool: Pool) -> Non
     pool.prometheus.set_response(vector_response([]), delay=2)
     pool.set_machines([W1, W2])
     result = pool.poll(T0)
-    assert result.gpu_error == "Prometheus request failed (timeout)"
+    assert result.gpu_error == "request failed (timeout)"
 
 
 @pytest.mark.parametrize(

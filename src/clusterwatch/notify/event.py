@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -33,7 +33,10 @@ class Event:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Spelled out: dataclasses.asdict deep-copies every field, and a large queue is
+        # encoded several times per poll.
+        return {"seq": self.seq, "t": self.t, "action": self.action, "target": self.target,
+                "status": self.status, "incident": self.incident}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Event:

@@ -181,10 +181,10 @@ def deliver(
             continue
         batch = outbox.pending(channel.name)[: channel.max_batch]
         if batch:
-            result = _send_batch(outbox, state, channel, batch, now)
-            results[channel.name] = result
-            if not result.ok or outbox.pending(channel.name):
-                continue
+            # Re-stating waits for a run with nothing to send: a batch just delivered
+            # already told the channel, and the next run re-states well within endsAt.
+            results[channel.name] = _send_batch(outbox, state, channel, batch, now)
+            continue
         refreshed = _refresh(channel, firing, now)
         if refreshed is not None and refreshed.ok:
             state.last_success_t = now

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, ConfigError, UsageError
+from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     from clusterwatch.watch.config import WatchConfig
@@ -32,20 +32,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--config-dir", type=Path, metavar="DIR",
-                        help="inventories, watch.toml and slack_webhook "
-                             "(default: ~/.config/htcondor-watch)")
-    parser.add_argument("--state-dir", type=Path, metavar="DIR",
-                        help="state, lock and health files (default: "
-                             "~/.local/state/htcondor-watch)")
-    parser.add_argument("--prometheus-url", metavar="URL",
-                        help="Prometheus base URL (default: http://127.0.0.1:9090)")
-    parser.add_argument("--condor-status", metavar="PROGRAM",
-                        help="condor_status program (default: found on PATH)")
+    _add_common_options(parser, argparse.SUPPRESS)
+    # Given before or after the verb: the verb's copy only fills what was not given before.
+    parser.set_defaults(config_dir=None, state_dir=None, prometheus_url=None,
+                        condor_status=None)
+    common = argparse.ArgumentParser(add_help=False)
+    _add_common_options(common, argparse.SUPPRESS)
     parser.set_defaults(handler=_poll)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs = parser.add_subparsers(dest="verb", metavar="[VERB]")
 
-    verbs.add_parser("poll", help="one poll (the default)").set_defaults(handler=_poll)
+    verbs.add_parser("poll", help="one poll (the default)",
+                     parents=[common]).set_defaults(handler=_poll)
 
     replay = verbs.add_parser(
         "replay", help="run the decision rules over recorded observations (JSON Lines)",
@@ -64,17 +61,20 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     verbs.add_parser(
         "discover", help="add newly observed nodes and GPU workers to the inventories",
+        parents=[common],
         description="Query condor_status and Prometheus and append names not yet listed. "
         "Never removes a line: to retire a target, stop its advertisement or scrape first, "
         "then delete its line.",
     ).set_defaults(handler=_discover)
 
-    status = verbs.add_parser("status", help="open incidents, message queues, dead letters")
+    status = verbs.add_parser("status", help="open incidents, message queues, dead letters",
+                              parents=[common])
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(handler=_status)
 
     redeliver = verbs.add_parser(
-        "redeliver", help="queue dead-lettered messages again, after fixing the channel")
+        "redeliver", help="queue dead-lettered messages again, after fixing the channel",
+        parents=[common])
     redeliver.add_argument("--channel", metavar="NAME", help="only this channel")
     redeliver.set_defaults(handler=_redeliver)
 
@@ -87,6 +87,19 @@ def register(parser: argparse.ArgumentParser) -> None:
     demo.set_defaults(handler=_demo)
 
 
+def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--config-dir", type=Path, metavar="DIR", default=default,
+                        help="inventories, watch.toml and slack_webhook "
+                             "(default: ~/.config/htcondor-watch)")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR", default=default,
+                        help="state, lock and health files (default: "
+                             "~/.local/state/htcondor-watch)")
+    parser.add_argument("--prometheus-url", metavar="URL", default=default,
+                        help="Prometheus base URL (default: http://127.0.0.1:9090)")
+    parser.add_argument("--condor-status", metavar="PROGRAM", default=default,
+                        help="condor_status program (default: found on PATH)")
+
+
 def _config(args: argparse.Namespace) -> WatchConfig:
     from clusterwatch.watch.config import load_config
 
@@ -96,18 +109,11 @@ def _config(args: argparse.Namespace) -> WatchConfig:
 def _poll(args: argparse.Namespace) -> int:
     from clusterwatch.watch.channels import build_channels
     from clusterwatch.watch.poll import run_poll
-    from clusterwatch.watch.state import StateError
 
     config = _config(args)
-    channels = build_channels(config)
-    try:
-        result = run_poll(config, channels)
-    except StateError as exc:
-        print(f"clusterwatch watch: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    for decision in result.decisions:
-        print(f"{decision.action} {decision.target} ({decision.status}) "
-              f"incident {decision.incident}")
+    result = run_poll(config, build_channels(config))
+    for event in result.events:
+        print(event.line())
     return EXIT_FAILURE if (result.node_error or result.gpu_error) else EXIT_OK
 
 
@@ -152,10 +158,7 @@ def _status(args: argparse.Namespace) -> int:
     from clusterwatch.watch.status import print_status
 
     config = _config(args)
-    try:
-        watch_state = state.load(config.state_dir)
-    except state.StateError as exc:
-        raise ConfigError(str(exc)) from None
+    watch_state = state.load(config.state_dir, repair=False)
     print_status(watch_state, sys.stdout, as_json=args.json)
     return EXIT_OK
 

@@ -19,7 +19,9 @@ class NodeObservation:
 
 def parse_machines(output: str) -> frozenset[str]:
     """One line per slot ad; a machine with many slots counts once."""
-    return frozenset(line.strip() for line in output.splitlines() if line.strip())
+    machines = {line.strip() for line in output.splitlines()}
+    machines.discard("")
+    return frozenset(machines)
 
 
 def query_machines(command: str, timeout_s: float) -> NodeObservation:
@@ -34,15 +36,15 @@ def query_machines(command: str, timeout_s: float) -> NodeObservation:
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
-        return NodeObservation(error=f"condor_status timed out after {timeout_s:g} s")
+        return NodeObservation(error=f"timed out after {timeout_s:g} s")
     except OSError as exc:
         return NodeObservation(error=f"cannot run {command}: {exc.strerror or exc}")
     if completed.returncode != 0:
         stderr = completed.stderr.decode("utf-8", "replace").strip().splitlines()
         last = stderr[-1][:300] if stderr else "no message"
-        return NodeObservation(error=f"condor_status exited {completed.returncode}: {last}")
+        return NodeObservation(error=f"exited {completed.returncode}: {last}")
     try:
         output = completed.stdout.decode("utf-8")
     except UnicodeDecodeError:
-        return NodeObservation(error="condor_status printed bytes that are not UTF-8")
+        return NodeObservation(error="printed bytes that are not UTF-8")
     return NodeObservation(machines=parse_machines(output))

@@ -7,6 +7,7 @@ URLs) are read from files of mode 600 and never from the command line.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import sys
@@ -21,6 +22,8 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
+
+log = logging.getLogger(__name__)
 
 CONFIG_FILE = "watch.toml"
 SLACK_WEBHOOK_FILE = "slack_webhook"
@@ -89,7 +92,10 @@ def load_config(
         raise ConfigError("thresholds: fresh_s must be below fail_s")
     toml_state_dir = _string(data, "state_dir", "")
     if state_dir is None:
-        state_dir = Path(toml_state_dir) if toml_state_dir else default_state_dir()
+        # Relative paths in watch.toml are taken from the config dir, not from wherever
+        # the command runs (/ under systemd).
+        state_dir = (config_dir / Path(toml_state_dir).expanduser() if toml_state_dir
+                     else default_state_dir())
     textfile = _string(health, "textfile", "[health]")
     # Checked even where a command-line value wins: a wrong file is wrong either way.
     toml_prometheus_url = _string(prom, "url", "[prometheus]", "http://127.0.0.1:9090")
@@ -104,7 +110,7 @@ def load_config(
         condor_timeout_s=_positive(condor, "timeout_s", 15.0, "[condor]"),
         thresholds=thresholds,
         channels=_channels(data, config_dir),
-        health_textfile=Path(str(textfile)) if textfile else None,
+        health_textfile=config_dir / Path(textfile).expanduser() if textfile else None,
     )
 
 
@@ -174,6 +180,9 @@ def _channels(data: dict[str, Any], config_dir: Path) -> tuple[ChannelConfig, ..
             timeout_s=_positive(item, "timeout_s", 10.0, where),
             labels={str(k): str(v) for k, v in labels.items()},
         ))
+    seed = config_dir / SLACK_WEBHOOK_FILE
+    if seed.exists() and all(c.secret_file != seed for c in channels):
+        log.warning("%s exists but no [[channels]] entry uses it: it is ignored", seed)
     return tuple(channels)
 
 

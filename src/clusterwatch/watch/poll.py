@@ -7,9 +7,11 @@ point leaves either the previous state or the new one, and an unsent transition 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 class PollResult:
     t: float
     decisions: list[Decision] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)  # the decisions, as queued
     node_error: Optional[str] = None
     gpu_error: Optional[str] = None
     delivery: dict[str, SendResult] = field(default_factory=dict)
@@ -66,25 +69,36 @@ def evaluate(
     """
     updated: dict[str, TargetRecord] = {}
     decisions: list[Decision] = []
+    # The loops run once per target: attribute lookups are hoisted out of them.
+    node_failed = node_obs.error is not None
+    machines = node_obs.machines
     for name in nodes:
         target = NODE_PREFIX + name
-        record = records.get(target) or TargetRecord()
-        if node_obs.error is not None:
+        record = records.get(target)
+        if record is None:
+            record = TargetRecord()
+        if node_failed:
             observation = UNKNOWN
+        elif name in machines:
+            observation = PRESENT
         else:
-            observation = PRESENT if name in node_obs.machines else MISSING
+            observation = MISSING
         decision = decide(record, target, now, observation, None, thresholds)
         if decision is not None:
             decisions.append(decision)
         updated[target] = record
+    gpu_failed = gpu_obs.error is not None
+    mtimes, invalid = gpu_obs.mtimes, gpu_obs.invalid
     for instance in gpus:
         target = GPU_PREFIX + instance
-        record = records.get(target) or TargetRecord()
-        mtime = gpu_obs.mtimes.get(instance)
-        if gpu_obs.error is not None:
+        record = records.get(target)
+        if record is None:
+            record = TargetRecord()
+        mtime = mtimes.get(instance)
+        if gpu_failed:
             observation = UNKNOWN
-        elif instance in gpu_obs.invalid:
-            log.warning("%s: unknown this poll: %s", target, gpu_obs.invalid[instance])
+        elif instance in invalid:
+            log.warning("%s: unknown this poll: %s", target, invalid[instance])
             observation = UNKNOWN
         elif mtime is None:
             observation = MISSING
@@ -119,7 +133,7 @@ def run_poll(
     nodes = read_inventory(config.config_dir / NODES_FILE)
     gpus = read_inventory(config.config_dir / GPUS_FILE)
     started = time.monotonic()
-    with state.locked(config.state_dir, config.lock_timeout_s):
+    with state.locked(config.state_dir, config.lock_timeout_s), _collector_paused():
         watch_state = state.load(config.state_dir)
         now = clock()
         node_obs = (
@@ -139,9 +153,9 @@ def run_poll(
             watch_state.records, nodes, gpus, now, node_obs, gpu_obs, config.thresholds)
         outbox = watch_state.outbox
         outbox.attach(channel.name for channel in channels)  # before appending: see attach
-        for decision in decisions:
-            event = outbox.append(decision.t, decision.action, decision.target,
-                                  decision.status, decision.incident)
+        events = [outbox.append(decision.t, decision.action, decision.target,
+                                decision.status, decision.incident) for decision in decisions]
+        for event in events:
             log.warning("%s", event.line())
         watch_state.last_poll = {
             "t": now,
@@ -152,11 +166,30 @@ def run_poll(
             "transitions": len(decisions),
             "duration_s": round(time.monotonic() - started, 3),  # observe and decide
         }
-        state.save(config.state_dir, watch_state)  # before any send: nothing can be lost
+        records_json = state.save(config.state_dir, watch_state)  # before any send
 
         before = outbox.to_json()
         results = deliver(outbox, channels, now, firing_events(watch_state.records))
         if outbox.to_json() != before:  # the records are saved already; spare a rewrite
-            state.save(config.state_dir, watch_state)
+            state.save(config.state_dir, watch_state, records_json)  # records unchanged
         health.write(config, watch_state)
-    return PollResult(now, decisions, node_obs.error, gpu_obs.error, results)
+    return PollResult(now, decisions, events, node_obs.error, gpu_obs.error, results)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one poll.
+
+    A poll builds several container objects per target (parsed answers, rows, records) that
+    live until it ends and form no reference cycles. Left on, the collector scans them
+    over and over as they accumulate: a third of the poll at 100,000 targets. Reference
+    counting still frees everything as usual; cycles wait for the collector's next run.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -106,7 +106,7 @@ def query_gpu_files(
             timeout=timeout_s, max_body=MAX_ANSWER_BYTES,
         )
     except TransportError as exc:
-        return GpuObservation(error=f"Prometheus request failed ({exc.kind})")
+        return GpuObservation(error=f"request failed ({exc.kind})")
     if response.status != 200:
-        return GpuObservation(error=f"Prometheus answered HTTP {response.status}")
+        return GpuObservation(error=f"answered HTTP {response.status}")
     return parse_vector(response.body)

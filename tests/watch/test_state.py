@@ -1,0 +1,72 @@
+"""The state file: rows round-trip, and a re-save can reuse the records' encoding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterwatch.notify.outbox import Outbox
+from clusterwatch.watch import state
+from clusterwatch.watch.decisions import Incident, TargetRecord
+
+from .conftest import T0
+
+
+def sample_state() -> state.WatchState:
+    outbox = Outbox()
+    outbox.attach(["slack"])
+    outbox.append(T0, "alert", "gpu:192.0.2.10:9100", "stale", "0badcafe")
+    return state.WatchState(
+        records={
+            "node:worker1.example.org": TargetRecord(T0, T0 - 60, None, None),
+            "gpu:192.0.2.10:9100": TargetRecord(
+                T0, None, T0 - 120, T0 - 130.5, Incident("0badcafe", T0 - 900, "stale")),
+            "node:never-polled.example.org": TargetRecord(),
+        },
+        outbox=outbox,
+        last_poll={"t": T0, "node_error": None},
+    )
+
+
+def test_it_loads_what_it_saved(tmp_path: Path) -> None:
+    saved = sample_state()
+    state.save(tmp_path, saved)
+    loaded = state.load(tmp_path)
+    assert loaded.records == saved.records
+    assert loaded.outbox.to_json() == saved.outbox.to_json()
+    assert loaded.last_poll == saved.last_poll
+
+
+def test_it_stores_records_as_rows_of_4_or_7(tmp_path: Path) -> None:
+    state.save(tmp_path, sample_state())
+    data = json.loads((tmp_path / state.STATE_FILE).read_bytes())
+    assert list(data) == ["version", "targets", "outbox", "last_poll"]
+    assert data["targets"] == {
+        "node:worker1.example.org": [T0, T0 - 60, None, None],
+        "gpu:192.0.2.10:9100": [T0, None, T0 - 120, T0 - 130.5, "0badcafe", T0 - 900, "stale"],
+        "node:never-polled.example.org": [None, None, None, None],
+    }
+
+
+def test_it_rewrites_the_whole_file_when_reusing_the_records_encoding(tmp_path: Path) -> None:
+    watch_state = sample_state()
+    records_json = state.save(tmp_path, watch_state)
+    watch_state.outbox.channels["slack"].cursor = 1  # what a delivery changes
+    watch_state.outbox.compact()
+    state.save(tmp_path, watch_state, records_json)
+    reused = (tmp_path / state.STATE_FILE).read_bytes()
+    state.save(tmp_path, watch_state)
+    assert reused == (tmp_path / state.STATE_FILE).read_bytes()
+    assert state.load(tmp_path).outbox.events == []
+
+
+@pytest.mark.parametrize("row", [[T0], [T0, None, None, None, "id", T0], "no list"])
+def test_it_moves_aside_a_state_with_a_malformed_row(tmp_path: Path, row: object) -> None:
+    state.save(tmp_path, sample_state())
+    data = json.loads((tmp_path / state.STATE_FILE).read_bytes())
+    data["targets"]["node:worker1.example.org"] = row
+    (tmp_path / state.STATE_FILE).write_text(json.dumps(data))
+    assert state.load(tmp_path).records == {}
+    assert list(tmp_path.glob(f"{state.STATE_FILE}.corrupt-*"))
