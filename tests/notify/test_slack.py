@@ -15,6 +15,7 @@ from clusterwatch.notify.http import HttpResponse, TransportError, post
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.testing.http_recorder import (
+    SLACK_PERMANENT_ERRORS,
     HttpRecorder,
     ScriptedResponse,
     SlackResponses,
@@ -28,15 +29,7 @@ from tests.notify.conftest import (
     make_event,
 )
 
-PERMANENT = [
-    (400, "invalid_payload"),
-    (400, "invalid_token"),
-    (403, "action_prohibited"),
-    (403, "invalid_token"),
-    (404, "no_service"),
-    (404, "channel_not_found"),
-    (410, "channel_is_archived"),
-]
+PERMANENT = list(SLACK_PERMANENT_ERRORS)
 HTTP_DATE = "Wed, 21 Oct 2026 07:28:00 GMT"
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
 import pytest
 
+from clusterwatch.cli import main
 from clusterwatch.testing.fake_condor import write_fake_condor_status
 from clusterwatch.testing.fake_prometheus import FakePrometheus, vector_response
 from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
@@ -16,6 +18,7 @@ from clusterwatch.watch.config import WatchConfig, load_config
 from clusterwatch.watch.poll import PollResult, run_poll
 
 T0 = 1_790_949_600.0  # 2026-10-02 14:00:00Z
+TOKEN = "cwTESTsecretTOKEN4242"  # recognisable part of a webhook URL: must never be shown
 
 
 class Pool:
@@ -65,6 +68,23 @@ class Pool:
     def all_healthy(self, now: float) -> None:
         self.set_machines(["worker1.example.org", "worker1.example.org", "worker2.example.org"])
         self.set_gpu_mtimes({"192.0.2.10:9100": now - 20, "192.0.2.11:9100": now - 20}, now)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """main() points the root logger at the test's stderr; give the next test its own."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the real command line in-process; (exit status, stdout, stderr)."""
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,29 +20,12 @@ from clusterwatch.testing.fake_prometheus import error_response, vector_response
 from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses
 from clusterwatch.watch.exercise import SCENARIOS
 
-from .conftest import Pool
+from .conftest import TOKEN, Pool, cli
 
 W1, W2, W3 = "worker1.example.org", "worker2.example.org", "worker3.example.org"
 G1, G2, G3 = "192.0.2.10:9100", "192.0.2.11:9100", "192.0.2.12:9100"
-TOKEN = "cwTESTsecretTOKEN4242"  # recognisable part of the webhook URL: must never be shown
 TRANSITION = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ (ALERT|RECOVER) (node|gpu):\S+ "
                         r"\((missing|stale|present|fresh)\) incident [0-9a-f]+$")
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """main() points the root logger at this test's stderr; give the next test its own."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def watch(pool: Pool, *verb: str, condor: Path | None = None) -> list[str]:

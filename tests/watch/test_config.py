@@ -7,39 +7,20 @@ import logging
 import shutil
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from clusterwatch.cli import main
 from clusterwatch.testing.fake_condor import recorded_argv, write_fake_condor_status
 from clusterwatch.testing.fake_prometheus import error_response
 from clusterwatch.testing.http_recorder import HttpRecorder
 from clusterwatch.watch import state
 
-from .conftest import Pool
+from .conftest import TOKEN, Pool, cli
 
 W1, W2 = "worker1.example.org", "worker2.example.org"
 G1, G2 = "192.0.2.10:9100", "192.0.2.11:9100"
-TOKEN = "cwTESTsecretTOKEN4242"  # recognisable part of the webhook URL: must never be shown
 EXIT_CONFIG = 78
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """main() points the root logger at this test's stderr; give the next test its own."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def pool_args(pool: Pool, *, config_dir: bool = True, state_dir: bool = True,
