@@ -117,41 +117,45 @@ def test_it_does_not_restate_without_open_alerts(recorder: HttpRecorder) -> None
     assert recorder.requests == []
 
 
-def test_it_never_restates_while_its_queue_holds_events(recorder: HttpRecorder) -> None:
-    # A queued recovery must not be overtaken by the re-stated alert it ends.
+def test_it_never_restates_a_target_whose_events_are_queued(recorder: HttpRecorder) -> None:
+    # A queued recovery must not be overtaken by a re-stated alert for the same target
+    # (a later incident of it), and a failing channel re-states nothing.
     recorder.enqueue(ScriptedResponse(503, b""))
     channel = am_for(recorder)
     outbox = outbox_for("am")
     recovery = outbox.append(RECOVERY.t, "recover", "gpu:192.0.2.10:9100", "fresh", "inc-gpu")
+    reopened = make_event(0, RECOVERY.t, "alert", "gpu:192.0.2.10:9100", "stale", "inc-gpu2")
     other_open = make_event(0, T0, "alert", "node:w1", "missing", "inc-w1")
 
-    deliver(outbox, [channel], RECOVERY.t, firing=[other_open])
+    deliver(outbox, [channel], RECOVERY.t, firing=[reopened, other_open])
     assert len(recorder.requests) == 1  # the failed send, and no re-statement
     assert outbox.pending("am") == [recovery]
 
-    deliver(outbox, [channel], RECOVERY.t + 60, firing=[other_open])
-    [sent] = posted_alerts(recorder)[1:]
+    deliver(outbox, [channel], RECOVERY.t + 60, firing=[reopened, other_open])
+    sent, restated = posted_alerts(recorder)[1:]
     assert [a["annotations"]["incident"] for a in sent] == ["inc-gpu"]
-    # A run that delivered a batch re-states nothing; the next, with an empty queue, does.
-    deliver(outbox, [channel], RECOVERY.t + 120, firing=[other_open])
-    [restated] = posted_alerts(recorder)[2:]
+    # The target just sent is spoken for in this run; the other open alert is re-stated.
     assert [a["annotations"]["incident"] for a in restated] == ["inc-w1"]
 
+    deliver(outbox, [channel], RECOVERY.t + 120, firing=[reopened, other_open])
+    [restated] = posted_alerts(recorder)[3:]
+    assert [a["annotations"]["incident"] for a in restated] == ["inc-gpu2", "inc-w1"]
 
-def test_it_restates_only_once_the_whole_queue_is_sent(recorder: HttpRecorder) -> None:
+
+def test_it_keeps_restating_open_alerts_while_a_backlog_drains(recorder: HttpRecorder) -> None:
+    """A backlog longer than endsAt must not let already-sent open alerts expire."""
     channel = am_for(recorder)
     outbox = outbox_for("am")
-    for i in range(channel.max_batch + 1):
+    for i in range(2 * channel.max_batch + 1):
         outbox.append(T0 + i, "alert", f"node:w{i}", "missing", f"inc-{i}")
 
-    deliver(outbox, [channel], T0 + 100, firing=[ALERT])
-    assert [len(alerts) for alerts in posted_alerts(recorder)] == [channel.max_batch]
-
-    deliver(outbox, [channel], T0 + 160, firing=[ALERT])
-    assert [len(alerts) for alerts in posted_alerts(recorder)][1:] == [1]
-    deliver(outbox, [channel], T0 + 220, firing=[ALERT])
-    assert [len(alerts) for alerts in posted_alerts(recorder)][2:] == [1]
-    assert posted_alerts(recorder)[-1][0]["annotations"]["incident"] == "inc-gpu"
+    for run in range(3):
+        deliver(outbox, [channel], T0 + 100 + 60 * run, firing=[ALERT])
+    sizes = [len(alerts) for alerts in posted_alerts(recorder)]
+    assert sizes == [channel.max_batch, 1, channel.max_batch, 1, 1, 1]
+    assert all(batch[0]["annotations"]["incident"] == "inc-gpu"
+               for batch in posted_alerts(recorder)[1::2])
+    assert outbox.pending("am") == []
 
 
 def test_it_records_a_failed_restatement_without_queueing_it(recorder: HttpRecorder) -> None:

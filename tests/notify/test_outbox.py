@@ -447,3 +447,24 @@ def test_it_round_trips_the_whole_outbox_through_json() -> None:
     assert restored.pending("slack") == [events[2], requeued]
     assert restored.pending("am") == []
     assert restored.append(T0, "alert", "node:y", "missing", "inc-y").seq == 5
+
+
+def test_it_tells_a_newly_attached_channel_about_open_incidents_only(
+    slack_server: HttpRecorder,
+) -> None:
+    outbox = new_outbox("old")
+    old_events = queue(outbox, 2)
+    open_alert = Event(0, T0 - 600, "alert", "gpu:192.0.2.10:9100", "stale", "inc-open")
+
+    outbox.attach(["old", "new"], firing=[open_alert])
+
+    [caught_up] = outbox.pending("new")
+    assert (caught_up.t, caught_up.target, caught_up.incident) == (T0 - 600,
+                                                                    open_alert.target,
+                                                                    "inc-open")
+    assert outbox.pending("old") == old_events  # the old channel gets no duplicate
+    outbox = reload(outbox)
+    assert deliver(outbox, [slack_for(slack_server, "new")], T0)["new"].ok
+    assert lines_of(slack_server) == [[caught_up.line()]]
+    outbox.attach(["old", "new"], firing=[open_alert])  # already known: nothing again
+    assert outbox.pending("new") == []

@@ -22,3 +22,9 @@ def test_it_keeps_file_order_and_drops_duplicates_blanks_and_comments(tmp_path: 
     path = tmp_path / "gpu_instances"
     path.write_text("# GPUs\n192.0.2.11:9100\n\n  192.0.2.10:9100  \n192.0.2.11:9100\n")
     assert read_inventory(path) == ["192.0.2.11:9100", "192.0.2.10:9100"]
+
+
+def test_it_ignores_the_undefined_placeholder_of_condor_status() -> None:
+    from clusterwatch.watch.condor import parse_machines
+
+    assert parse_machines("a.example.org\nundefined\na.example.org\n") == {"a.example.org"}

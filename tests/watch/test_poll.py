@@ -291,7 +291,7 @@ def test_it_writes_its_own_health_textfile(pool: Pool) -> None:
     assert 'clusterwatch_watch_open_incidents{check="gpu"} 1.0' in text
     assert 'clusterwatch_watch_dead_letter_messages{channel="slack"} 1.0' in text
     assert 'clusterwatch_watch_pending_messages{channel="slack"} 0.0' in text
-    error_sample = ('clusterwatch_watch_last_delivery_error'
+    error_sample = ('clusterwatch_watch_last_delivery_error_timestamp_seconds'
                     '{channel="slack",kind="http_404_no_service"}')
     assert f"{error_sample} {T0!r}" in text
     assert 'clusterwatch_watch_source_up{source="prometheus"} 1.0' in text
@@ -313,3 +313,47 @@ def test_it_moves_a_corrupt_state_file_aside_and_keeps_watching(pool: Pool, capl
     assert list(pool.state_dir.glob("state.json.corrupt-*"))
     assert "unreadable" in caplog.text
     assert state.load(pool.state_dir).last_poll["t"] == T0
+
+
+def test_it_sends_open_incidents_to_a_channel_added_later(pool: Pool, caplog) -> None:  # type: ignore[no-untyped-def]
+    (pool.config_dir / "slack_webhook").unlink()
+    pool.set_machines([W1])
+    with caplog.at_level(logging.WARNING):
+        for m in range(0, 16):
+            pool.set_gpu_mtimes({G1: T0 + m * 60, G2: T0 + m * 60}, T0 + m * 60)
+            pool.poll(T0 + m * 60)
+    assert "no channel is configured" in caplog.text
+    assert state.load(pool.state_dir).outbox.events == []
+    secret = pool.config_dir / "slack_webhook"
+    secret.write_text(pool.webhook + "\n")
+    secret.chmod(0o600)
+    pool.set_gpu_mtimes({G1: T0 + 960, G2: T0 + 960}, T0 + 960)
+    pool.poll(T0 + 16 * 60)
+    [request] = pool.slack.requests
+    assert request.json()["text"].startswith(f"2026-10-02 14:15:00Z ALERT node:{W2} (missing)")
+
+
+def test_it_tightens_an_existing_state_dir_and_keeps_its_health_copy_private(
+    pool: Pool,
+) -> None:
+    pool.state_dir.mkdir(mode=0o755)
+    os.chmod(pool.state_dir, 0o755)  # noqa: S103 - the loose mode under test
+    target = pool.root / "textfiles" / "clusterwatch_watch.prom"
+    target.parent.mkdir()
+    pool.write_toml(f'[health]\ntextfile = "{target}"\n')
+    pool.all_healthy(T0)
+    pool.poll(T0)
+    assert stat.S_IMODE(os.stat(pool.state_dir).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(pool.state_dir / "clusterwatch_watch.prom").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o644
+
+
+def test_it_reports_the_last_poll_with_every_source_answering(pool: Pool) -> None:
+    pool.all_healthy(T0)
+    pool.poll(T0)
+    pool.prometheus.set_response(b"not json")
+    pool.poll(T0 + 60)
+    text = (pool.state_dir / "clusterwatch_watch.prom").read_text()
+    assert f"clusterwatch_watch_last_poll_timestamp_seconds {T0 + 60!r}" in text
+    assert f"clusterwatch_watch_last_successful_poll_timestamp_seconds {T0!r}" in text
+    assert 'clusterwatch_watch_source_up{source="prometheus"} 0.0' in text

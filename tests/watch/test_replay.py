@@ -122,3 +122,25 @@ def test_it_reports_an_unreadable_file_as_a_usage_error(tmp_path: Path, capsys) 
 def test_it_raises_replay_error_for_library_callers() -> None:
     with pytest.raises(ReplayError, match="line 2"):
         list(replay(["", "{}"]))
+
+
+def test_it_takes_an_mtime_too_large_for_a_float_as_unknown() -> None:
+    huge = "1" + "0" * 400
+    text = "".join(
+        f'{{"t": {T0 + m * 60}, "target": "gpu:g:1", "observation": "missing"}}\n'
+        for m in range(10))
+    text += f'{{"t": {T0 + 600}, "target": "gpu:g:1", "observation": {huge}}}\n'
+    assert list(replay(text.splitlines())) == []  # the unknown at minute 10 restarts
+
+
+def test_it_rejects_a_time_too_large_for_a_float(monkeypatch, capsys) -> None:
+    line = '{"t": 1' + "0" * 400 + ', "target": "node:x", "observation": "missing"}'
+    status, out, err = run_replay(line + "\n", monkeypatch, capsys)
+    assert status == 1 and out == [] and "line 1: t must be" in err
+
+
+def test_it_reports_a_file_that_is_not_utf8(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "obs.jsonl"
+    path.write_bytes(b'{"t": 1, "target": "node:\xff", "observation": "missing"}\n')
+    assert main(["watch", "replay", str(path)]) == 1
+    assert "not UTF-8 text" in capsys.readouterr().err

@@ -85,13 +85,21 @@ class Outbox:
         self.events.append(event)
         return event
 
-    def attach(self, names: Iterable[str]) -> None:
-        """Track exactly these channels. A new channel starts after the queued events, so
-        adding one does not replay history to it; a removed channel's queue is dropped."""
+    def attach(self, names: Iterable[str], firing: Sequence[Event] = ()) -> None:
+        """Track exactly these channels; a removed channel's queue is dropped.
+
+        A new channel starts after the queued events (adding one does not replay history
+        to it) but is told about every incident still open (`firing`): those alerts are
+        queued for it alone, with their original detection time and incident id.
+        """
         wanted = list(names)
         for name in wanted:
             if name not in self.channels:
                 self.channels[name] = ChannelState(cursor=self.next_seq - 1)
+                for alert in firing:
+                    event = self.append(alert.t, alert.action, alert.target, alert.status,
+                                        alert.incident)
+                    self.only_for[event.seq] = name
         for name in list(self.channels):
             if name not in wanted:
                 dropped = self.channels.pop(name)
@@ -166,8 +174,10 @@ def deliver(
 ) -> dict[str, ch.SendResult]:
     """One delivery pass: at most one batch per channel, each channel on its own.
 
-    `firing` holds the alert events of the incidents still open, re-stated to channels
-    that want it once their queue is empty.
+    `firing` holds the alert events of the incidents still open. Channels that forget
+    (Alertmanager) get them re-stated every run in which they answer, except for targets
+    with an event in the batch just sent or still queued: the queue speaks for those, and
+    a re-stated alert must not overtake the queued recovery of an earlier incident.
     """
     results: dict[str, ch.SendResult] = {}
     for channel in channels:
@@ -179,13 +189,16 @@ def deliver(
             log.info("channel %s: rate-limited for %.0f s more", channel.name,
                      state.not_before - now)
             continue
-        batch = outbox.pending(channel.name)[: channel.max_batch]
+        pending = outbox.pending(channel.name)
+        batch = pending[: channel.max_batch]
         if batch:
-            # Re-stating waits for a run with nothing to send: a batch just delivered
-            # already told the channel, and the next run re-states well within endsAt.
-            results[channel.name] = _send_batch(outbox, state, channel, batch, now)
-            continue
-        refreshed = _refresh(channel, firing, now)
+            result = _send_batch(outbox, state, channel, batch, now)
+            results[channel.name] = result
+            if not result.ok:
+                continue
+        spoken_for = {event.target for event in pending}
+        restate = [event for event in firing if event.target not in spoken_for]
+        refreshed = _refresh(channel, restate, now) if restate else None
         if refreshed is not None and refreshed.ok:
             state.last_success_t = now
         elif refreshed is not None:

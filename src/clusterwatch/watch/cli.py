@@ -130,6 +130,9 @@ def _replay(args: argparse.Namespace) -> int:
     except ReplayError as exc:
         print(f"clusterwatch watch replay: {args.file}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except UnicodeDecodeError:
+        print(f"clusterwatch watch replay: {args.file}: not UTF-8 text", file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ def parse_machines(output: str) -> frozenset[str]:
     """One line per slot ad; a machine with many slots counts once."""
     machines = {line.strip() for line in output.splitlines()}
     machines.discard("")
+    machines.discard("undefined")  # what -af prints for an ad without a Machine attribute
     return frozenset(machines)
 
 

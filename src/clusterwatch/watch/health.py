@@ -26,6 +26,9 @@ def render(watch_state: WatchState) -> str:
     gauge("clusterwatch_watch_last_poll_timestamp_seconds",
           "When the last completed poll ran (alert when this falls behind).",
           [("", float(poll.get("t", 0)))])
+    gauge("clusterwatch_watch_last_successful_poll_timestamp_seconds",
+          "When a poll last ran with every source answering usably (0: never).",
+          [("", float(poll.get("last_success_t") or 0))])
     gauge("clusterwatch_watch_poll_duration_seconds",
           "Time the last poll took to observe and decide (delivery excluded).",
           [("", float(poll.get("duration_s", 0)))])
@@ -54,8 +57,8 @@ def render(watch_state: WatchState) -> str:
     gauge("clusterwatch_watch_last_delivery_success_timestamp_seconds",
           "When a channel last acknowledged a batch (0: never).",
           [(f'{{channel="{_escape(n)}"}}', float(s.last_success_t or 0)) for n, s in channels])
-    gauge("clusterwatch_watch_last_delivery_error",
-          "The kind of a channel's last delivery error, as a label; value: when it happened.",
+    gauge("clusterwatch_watch_last_delivery_error_timestamp_seconds",
+          "When a channel's last delivery error happened; its kind is a label.",
           [(f'{{channel="{_escape(n)}",kind="{_escape(s.last_error)}"}}',
             float(s.last_error_t or 0)) for n, s in channels if s.last_error])
     return "\n".join(lines) + "\n"
@@ -64,12 +67,13 @@ def render(watch_state: WatchState) -> str:
 def write(config: WatchConfig, watch_state: WatchState) -> None:
     """Write the health file into the state dir, and to the configured textfile path."""
     text = render(watch_state).encode()
-    paths = [config.state_dir / HEALTH_FILE]
+    # The state dir's copy is private like the rest of it; node_exporter reads the other.
+    paths = [(config.state_dir / HEALTH_FILE, 0o600)]
     if config.health_textfile is not None:
-        paths.append(config.health_textfile)
-    for path in paths:
+        paths.append((config.health_textfile, 0o644))
+    for path, mode in paths:
         try:
-            write_atomically(path, text, mode=0o644, durable=False)
+            write_atomically(path, text, mode=mode, durable=False)
         except OSError as exc:
             log.error("cannot write health file %s: %s", path, exc.strerror)
 

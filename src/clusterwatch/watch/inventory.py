@@ -57,6 +57,9 @@ def add_entries(path: Path, names: Iterable[str], now: float) -> list[str]:
     stamp = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(now))
     text += f"# added by clusterwatch watch discover at {stamp}\n"
     text += "".join(f"{name}\n" for name in new)
-    mode = path.stat().st_mode & 0o777
-    write_atomically(path, text.encode("utf-8"), mode=mode)
+    try:
+        mode = path.stat().st_mode & 0o777
+        write_atomically(path, text.encode("utf-8"), mode=mode)
+    except OSError as exc:
+        raise ConfigError(f"cannot update inventory {path}: {exc.strerror}") from None
     return new

@@ -149,16 +149,27 @@ def run_poll(
             if error is not None:
                 log.error("%s: %s; the check is unknown for every target this poll",
                           source, error)
+        # Incidents open before this poll, for channels that are new to the state.
+        new_channel = any(c.name not in watch_state.outbox.channels for c in channels)
+        open_before = firing_events(watch_state.records) if new_channel else []
         watch_state.records, decisions = evaluate(
             watch_state.records, nodes, gpus, now, node_obs, gpu_obs, config.thresholds)
         outbox = watch_state.outbox
-        outbox.attach(channel.name for channel in channels)  # before appending: see attach
+        # Before this poll's events are queued: a new channel starts after the queue but
+        # learns the incidents that were open before this poll.
+        outbox.attach((channel.name for channel in channels), open_before)
+        if not channels:
+            log.warning("no channel is configured: transitions are logged only (add "
+                        "CONFIG_DIR/slack_webhook or [[channels]] in watch.toml); open "
+                        "incidents are sent to a channel when one is added")
         events = [outbox.append(decision.t, decision.action, decision.target,
                                 decision.status, decision.incident) for decision in decisions]
         for event in events:
             log.warning("%s", event.line())
+        sources_ok = node_obs.error is None and gpu_obs.error is None
         watch_state.last_poll = {
             "t": now,
+            "last_success_t": now if sources_ok else watch_state.last_poll.get("last_success_t"),
             "node_error": node_obs.error,
             "gpu_error": gpu_obs.error,
             "nodes": len(nodes),

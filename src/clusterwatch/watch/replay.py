@@ -42,7 +42,7 @@ def parse_line(number: int, line: str) -> tuple[float, str, str, Optional[float]
     if not isinstance(item, dict) or set(item) != {"t", "target", "observation"}:
         raise ReplayError(f"line {number}: expected an object with t, target, observation")
     t, target, observation = item["t"], item["target"], item["observation"]
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not _finite(t):
         raise ReplayError(f"line {number}: t must be a finite number of epoch seconds")
     if not isinstance(target, str):
         raise ReplayError(f"line {number}: target must be a string")
@@ -53,12 +53,22 @@ def parse_line(number: int, line: str) -> tuple[float, str, str, Optional[float]
         return float(t), target, observation, None
     if target.startswith(GPU_PREFIX) and len(target) > len(GPU_PREFIX):
         if isinstance(observation, (int, float)) and not isinstance(observation, bool):
+            if not _finite(observation):
+                return float(t), target, UNKNOWN, None  # not a finite number: unknown
             return float(t), target, MTIME, float(observation)
         if observation in GPU_WORDS:
             return float(t), target, UNKNOWN if observation == "invalid" else observation, None
         raise ReplayError(f"line {number}: a GPU observation is an mtime or one of "
                           f"{', '.join(GPU_WORDS)}")
     raise ReplayError(f"line {number}: target must start with node: or gpu: and name one")
+
+
+def _finite(number: float) -> bool:
+    """JSON integers can exceed a float; such a number is no usable time."""
+    try:
+        return math.isfinite(float(number))
+    except OverflowError:
+        return False
 
 
 def replay(

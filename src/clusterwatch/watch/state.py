@@ -13,6 +13,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,9 +44,15 @@ class WatchState:
 
 
 def prepare_state_dir(state_dir: Path) -> None:
-    """Create the directory mode 700 (it holds unsent messages that name workers)."""
+    """Create the directory mode 700 (it holds unsent messages that name workers), and
+    tighten an existing one that others can read, as a seed user's `mkdir -p` leaves it."""
     try:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = stat.S_IMODE(state_dir.stat().st_mode)
+        if mode & 0o077:
+            os.chmod(state_dir, mode & 0o700)
+            log.warning("state directory %s was mode %03o; made it %03o", state_dir, mode,
+                        mode & 0o700)
     except OSError as exc:
         raise StateError(f"cannot create state directory {state_dir}: {exc.strerror}") from None
     if not os.access(state_dir, os.W_OK | os.X_OK):
