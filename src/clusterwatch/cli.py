@@ -30,6 +30,7 @@ from clusterwatch.errors import (
 PARTS = {
     "watch": ("clusterwatch.watch.cli", "pool watch: HTCondor execute nodes and GPU VRAM files"),
     "textfile": ("clusterwatch.textfile.cli", "writers for node_exporter's textfile collector"),
+    "reporter": ("clusterwatch.reporter.cli", "harvester host reporter: build the zipapp, run"),
 }
 
 Handler = Callable[[argparse.Namespace], int]

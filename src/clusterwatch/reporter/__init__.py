@@ -1,0 +1,14 @@
+"""Harvester host reporter: what only a PanDA Harvester host knows, one record per cron run.
+
+Standard library only, Python 3.6.8 compatible (no dataclasses, no `from __future__ import
+annotations`, no walrus, no `subprocess.run(capture_output=...)`), imports nothing outside
+this package, and ships as one zipapp (`clusterwatch reporter build`).
+
+Modules: `main` (options, one run), `tail` (log positions and rotation), `harvester_log`
+(log line parsers), `condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db`
+(the harvester's database through the mysql client), `host` (processes, log freshness, disk
+volumes), `record` (assembly, schema), `delivery` (HTTPS post, local buffer), `envfile`.
+"""
+
+REPORTER_VERSION = "1.0.0"
+SCHEMA_VERSION = 1

@@ -1,0 +1,255 @@
+"""Parsers for the harvester's own logs: what the fetcher, submitter, adjuster and the
+calls to the PanDA server did in the interval.
+
+Each takes the chunks of bytes appended to one log since the previous run (complete lines,
+the tailer's guarantee) and returns plain JSON data. Formats and their variants across
+harvester versions: shared/reference/harvester-formats.md, section 2. Log times are UTC.
+"""
+
+import re
+from collections import deque
+from typing import Any, Deque, Dict, Iterable, List, Match, Optional, Tuple
+
+from clusterwatch.reporter.harvester_lines import (
+    HEAD,
+    clip,
+    error_class,
+    line_at,
+    records,
+    rest_of_line,
+    text,
+    utc,
+)
+
+RECENT_PUSHES = 20
+MAX_QUEUES = 1000  # adjuster values kept in state: far above any harvester's queue count
+MAX_LINE = 2000
+
+# --- job fetcher: `run <queueName=Q> getting N jobs ...` (DEBUG), `got N jobs ... with X`
+FETCH_MARK = re.compile(rb"> g(?:ot|etting) \d")
+FETCH = re.compile(
+    HEAD + rb"\S+ <queueName=([^>]*)> "
+    rb"(?:getting (\d+) jobs(?: for prodSourceLabel[= ](\S+))?[^\n]*"
+    # >= 0.5.3 `got N jobs for prodSourceLabel=L rtype=R with X  : took T sec`, else
+    # `got N jobs with X ...`; X may go on with a traceback on the following lines
+    rb"|got (\d+) jobs(?: for prodSourceLabel=(\S*) rtype=\S* with | with )([^\n]*))")
+TOOK = re.compile(rb": took [0-9.]+ sec[ \t\r\f\v]*")
+NO_JOBS = re.compile(r"no jobs in panda|^StatusCode=20\b|^no need to get job",
+                     re.IGNORECASE | re.ASCII)
+STATUS_CODE = re.compile(r"StatusCode=\d+")
+
+
+def fetching_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
+    """Per queue: fetch attempts (one per `got N jobs` record), jobs asked and got, failures."""
+    # per queue: [attempts, jobs asked or None, jobs got, failed, errors, last, last got at]
+    queues: Dict[bytes, List[Any]] = {}
+    asking: Dict[bytes, Tuple[bytes, Optional[bytes]]] = {}
+    outcomes: Dict[bytes, Tuple[str, Optional[str]]] = {}
+    for line in records(chunks, FETCH_MARK, FETCH):
+        date, hms, queue, asked_n, asked_label, got_n, label, outcome_b = line.groups()
+        if b"\n" in queue:
+            continue
+        if asked_n is not None:
+            asking[queue] = (asked_n, asked_label)
+            continue
+        asked_b, asked_label = asking.pop(queue, (None, None))
+        if label is None:
+            label = asked_label
+        cut = outcome_b.rfind(b": took ")
+        if cut >= 0 and TOOK.fullmatch(outcome_b, cut):
+            outcome_b = outcome_b[:cut].rstrip(b" \t\r\f\v")
+        known = outcomes.get(outcome_b)
+        if known is None:
+            known = outcomes[outcome_b] = _outcome(text(outcome_b))
+        q = queues.get(queue)
+        if q is None:
+            q = queues[queue] = [0, None, 0, 0, {}, None, None]
+        got = int(got_n)
+        q[0] += 1
+        q[2] += got
+        asked = None if asked_b is None else int(asked_b)
+        if asked is not None:
+            q[1] = asked if q[1] is None else q[1] + asked
+        if known[1] is not None:
+            q[3] += 1
+            q[4][known[1]] = q[4].get(known[1], 0) + 1
+        if got:
+            q[6] = (date, hms)
+        q[5] = (date, hms, label, asked, got, known)
+    out = {}
+    for queue, (attempts, jobs_asked, jobs_got, failed, errors, last, got_at) in queues.items():
+        date, hms, label, asked, got, (outcome, cls) = last
+        out[text(queue)] = {
+            "attempts": attempts, "jobs_asked": jobs_asked, "jobs_got": jobs_got,
+            "failed": failed, "errors": errors,
+            "last": {"at": utc(date, hms), "label": None if label is None else text(label),
+                     "asked": asked, "got": got, "outcome": outcome, "error_class": cls},
+            "last_got_jobs_at": None if got_at is None else utc(*got_at)}
+    return {"queues": out}
+
+
+def _outcome(raw: str) -> Tuple[str, Optional[str]]:
+    """(outcome as delivered, error class or None when it is no failure)."""
+    outcome = clip(raw)
+    if outcome == "OK" or NO_JOBS.search(outcome) is not None:
+        return outcome, None
+    cls = error_class(outcome)
+    if cls is None:
+        code = STATUS_CODE.match(outcome)
+        # the server's errorDialog (e.g. `database timeout`), shortened
+        cls = code.group(0) if code else " ".join(outcome.split())[:60] or "unknown"
+    return outcome, cls
+
+
+# --- submitter: token `id=submitter-... queue=Q jtype=J rtype=R [ptype=P]`
+SUBMIT_MARK = re.compile(rb"> (?:workers status: |got \d+ job chunks|submitting \d"
+                         rb"|submitted a workerID=\d|failed to (?:submit|register) a worker)")
+SUBMIT = re.compile(
+    HEAD + rb"\S+ <([^>]*)> "
+    rb"(?:workers status: ([^\n]*)|got (\d+) job chunks|submitting (\d+) workers"
+    rb"|submitted a workerID=(\d+) for PandaID=(\d+)"
+    rb"|failed to (submit) a workerID=|failed to register a worker)")
+QUEUE_IN_TOKEN = re.compile(rb"(?:^|.*? )queue=([^\s>]+)")
+STATUS_KEYS = ("nQueue", "nReady", "nRunning", "nNewWorkers")
+STATUS_FIELD = re.compile(r"'(nQueue|nReady|nRunning|nNewWorkers)': (\d+)")
+
+
+def submission_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
+    """Per queue: workers submitted and failed, the last `workers status` and job chunks."""
+    # per queue: [workers announced by `submitting N workers` less failed, failures,
+    #             last workers status (date, time, text), last job chunks (date, time, n)]
+    queues: Dict[bytes, List[Any]] = {}
+    tokens: Dict[bytes, Optional[bytes]] = {}
+    pushes: Deque[Tuple[bytes, bytes, bytes, bytes, bytes]] = deque(maxlen=RECENT_PUSHES)
+    for line in records(chunks, SUBMIT_MARK, SUBMIT):
+        date, hms, token, status, job_chunks, submitting, worker, panda, failed = line.groups()
+        if b"\n" in token:
+            continue
+        if token in tokens:
+            queue = tokens[token]
+        else:
+            named = QUEUE_IN_TOKEN.match(token)
+            queue = tokens[token] = named.group(1) if named else None
+        if queue is None:
+            continue
+        q = queues.get(queue)
+        if q is None:
+            q = queues[queue] = [0, 0, None, None]
+        if status is not None:
+            q[2] = (date, hms, status)
+        elif job_chunks is not None:
+            q[3] = (date, hms, job_chunks)
+        elif submitting is not None:
+            q[0] += int(submitting)
+        elif worker is not None:
+            pushes.append((date, hms, queue, worker, panda))
+        else:
+            q[1] += 1
+            if failed is not None:
+                q[0] -= 1  # one of the N workers `submitting N workers` announced
+    out = {}
+    for queue, (submitted, failures, status, job_chunks) in queues.items():
+        out[text(queue)] = {
+            # `submitting N workers` also covers pull-mode queues, which log no workerID lines
+            "workers_submitted": max(submitted, 0), "submit_failures": failures,
+            "workers_status": None if status is None else _workers_status(text(status[2])),
+            "workers_status_at": None if status is None else utc(status[0], status[1]),
+            "job_chunks": None if job_chunks is None else int(job_chunks[2]),
+            "job_chunks_at": None if job_chunks is None else utc(job_chunks[0], job_chunks[1])}
+    recent = [{"at": utc(date, hms), "queue": text(queue), "workerid": int(worker),
+               "pandaid": int(panda)} for date, hms, queue, worker, panda in pushes]
+    return {"queues": out, "recent_pushes": recent}
+
+
+def _workers_status(raw: str) -> Dict[str, Optional[int]]:
+    """The four counts of a `workers status: {...}` dict repr, read, never evaluated."""
+    fields = dict(STATUS_FIELD.findall(raw))
+    return {k: int(fields[k]) if k in fields else None for k in STATUS_KEYS}
+
+
+# --- worker adjuster (method define_num_workers, token `site=Q`); HEAD and v0.5 spellings
+ADJUST_MARK = re.compile(rb"> (?:No n|limiting max|set n)")
+ADJUST = re.compile(
+    HEAD + rb"\S+ <site=([^>]*)> "
+    rb"(?:No (?:n_new_workers|nNewWorkers) since (?:n_queue|nQueue)\((\d+)\)"
+    rb"(?:>=(?:n_queue_limit_per_rt|nQueueLimitPerRT)\((\d+)\)"
+    rb"| \+ (?:n_ready|nReady)\((\d+)\) \+ (?:n_running|nRunning)\((\d+)\) "
+    rb">= (?:max_workers|maxWorkers)\((\d+)\))"
+    rb"|limiting (?:max_queued_workers|maxQueuedWorkers) to min\(n_activated=(\d+), "
+    rb"queue_limit=(\d+|None)\)"
+    rb"|set (?:n_new_workers|nNewWorkers)=0 ([^\n]*))")
+
+
+def _limit(found: Match[bytes]) -> Dict[str, Any]:
+    """What one adjuster line says about the waiting-worker limit."""
+    g = found.groups()
+    against: Dict[str, Any]
+    if g[4] is not None:
+        limit, name = int(g[4]), "n_queue_limit_per_rt"
+        against = {"n_queue": int(g[3])}
+    elif g[5] is not None:
+        limit, name = int(g[7]), "max_workers"
+        against = {"n_queue": int(g[3]), "n_ready": int(g[5]), "n_running": int(g[6])}
+    elif g[8] is not None:
+        activated = int(g[8])
+        queue_limit = None if g[9] == b"None" else int(g[9])
+        limit = activated if queue_limit is None else min(activated, queue_limit)
+        name = "max_queued_workers"
+        against = {"n_activated": activated, "queue_limit": queue_limit}
+    else:
+        limit, name = 0, "n_new_workers"
+        against = {"reason": clip(text(g[10]))}
+    return {"at": utc(g[0], g[1]), "limit": limit, "limit_name": name, "against": against,
+            "message": clip(rest_of_line(found.string, found.end(3) + 2))}
+
+
+def adjustment_section(chunks: Iterable[bytes], previous: Dict[str, Any]
+                       ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Per queue: the waiting-worker limit the adjuster last applied, kept across runs.
+
+    `previous` is what this function returned as state last time ({} at first).
+    """
+    kept = previous.get("queues") if isinstance(previous, dict) else None
+    queues: Dict[str, Any] = dict(kept) if isinstance(kept, dict) else {}
+    latest: Dict[bytes, Tuple[int, Match[bytes]]] = {}
+    for n, found in enumerate(records(chunks, ADJUST_MARK, ADJUST)):
+        if b"\n" not in found.group(3):
+            latest[found.group(3)] = (n, found)  # only the last line per queue is delivered
+    for _n, found in sorted(latest.values(), key=lambda last: last[0]):
+        queues[text(found.group(3))] = _limit(found)
+    if len(queues) > MAX_QUEUES:
+        newest = sorted(queues, key=lambda k: str(queues[k].get("at")))[-MAX_QUEUES:]
+        queues = {k: queues[k] for k in newest}
+    return {"queues": queues}, {"queues": dict(queues)}
+
+
+# --- communicator and propagator: `failed to POST|GET|UPLOAD with <class 'x.Error'>:...`
+CALL_MARK = re.compile(rb"<class")
+CALL = re.compile(HEAD + rb"(\S+) "
+                  rb"(?:<([^>]*)>|:) [^\n]*?failed to (?:POST|GET|UPLOAD|post|put) "
+                  rb"with <class '([\w.]+)'>")  # groups: date, time, method, token, class
+CALL_URL = re.compile(rb"with url: (/[^\s?]*)")
+
+
+def failed_calls_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
+    """Failed calls to the PanDA server by call (the API path when named) and error class."""
+    counts: Dict[Tuple[bytes, bytes], int] = {}
+    latest = None
+    for found in records(chunks, CALL_MARK, CALL):
+        if found.group(4) is not None and b"\n" in found.group(4):
+            continue
+        chunk = found.string
+        end = chunk.find(b"\n", found.end())
+        url = CALL_URL.search(chunk, found.end(), end if end >= 0 else len(chunk))
+        key = (url.group(1) if url is not None else found.group(3), found.group(5))
+        counts[key] = counts.get(key, 0) + 1
+        latest = found
+    by_call: Dict[str, int] = {}
+    for (call, cls), n in counts.items():
+        name = "{} {}".format(text(call), text(cls).rsplit(".", 1)[-1])
+        by_call[name] = by_call.get(name, 0) + n
+    last = None
+    if latest is not None:
+        last = {"at": utc(latest.group(1), latest.group(2)),
+                "line": line_at(latest)[:MAX_LINE]}
+    return {"failed": sum(counts.values()), "by_call_and_class": by_call, "last": last}

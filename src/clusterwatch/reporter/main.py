@@ -1,0 +1,140 @@
+"""One reporter run: options, state, collection, then printing or delivery.
+
+Python 3.6 compatible, standard library only (see the package docstring).
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any, List, Optional
+
+from clusterwatch.reporter import record as record_module
+from clusterwatch.reporter import state as state_module
+
+EXIT_OK = 0
+EXIT_BUFFERED = 1  # delivery failed; the record waits in the buffer
+EXIT_NOT_CONFIGURED = 2  # no monitor URL or token; the record waits in the buffer
+EXIT_USAGE = 64  # EX_USAGE
+
+DEFAULT_LOG_DIR = "/var/log/harvester"
+DEFAULT_HARVESTER_CFG = "/opt/harvester/etc/panda/panda_harvester.cfg"
+DEFAULT_QUEUE_CONFIG = "/opt/harvester/etc/panda/panda_queueconfig.json"
+DEFAULT_VOLUMES = "/,/var,/data,/tmp"
+DEFAULT_ENV = "~/.swf-harvester-reporter.env"
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad usage; the reporter's usage status is 64 (sysexits)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write("{}: error: {}\n".format(self.prog, message))
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="harvester-reporter",
+        description="Collect what only this PanDA Harvester host knows (its logs since the "
+        "last run, its database, condor event logs, processes, disks) into one record and "
+        "deliver it to the clusterwatch monitor; run from cron every five minutes.",
+        epilog="Exit status: 0 record (and backlog) delivered, or printed; 1 delivery failed "
+        "and the record was buffered; 2 no monitor URL or token configured, record buffered; "
+        "64 usage error.",
+    )
+    parser.add_argument("--print", action="store_true", dest="print_only",
+                        help="collect and print the record as indented JSON; store nothing, "
+                             "post nothing")
+    parser.add_argument("--report-as", metavar="KEY",
+                        help="report key (default: the short hostname)")
+    parser.add_argument("--env", metavar="FILE", default=DEFAULT_ENV,
+                        help="environment file with the monitor URL and token, mode 600 "
+                             "(default: %(default)s)")
+    parser.add_argument("--state", metavar="DIR",
+                        help="state and buffer directory (default: ~/.swf-harvester-reporter/ "
+                             "for the default key, ~/.swf-harvester-reporter-KEY/ otherwise)")
+    parser.add_argument("--log-dir", metavar="DIR", default=DEFAULT_LOG_DIR,
+                        help="harvester log directory (default: %(default)s)")
+    parser.add_argument("--harvester-cfg", metavar="FILE", default=DEFAULT_HARVESTER_CFG,
+                        help="panda_harvester.cfg (default: %(default)s)")
+    parser.add_argument("--queue-config", metavar="FILE", default=DEFAULT_QUEUE_CONFIG,
+                        help="panda_queueconfig.json (default: %(default)s)")
+    parser.add_argument("--volumes", metavar="LIST", default=DEFAULT_VOLUMES,
+                        help="comma-separated mount points to report (default: %(default)s)")
+    parser.add_argument("--mysql", metavar="PROGRAM", default="mysql",
+                        help="the mysql client (default: found on PATH)")
+    return parser
+
+
+def short_hostname() -> str:
+    return socket.gethostname().split(".")[0]
+
+
+def default_state_dir(key: str) -> str:
+    home = os.path.expanduser("~")
+    if key == short_hostname():
+        return os.path.join(home, ".swf-harvester-reporter")
+    return os.path.join(home, ".swf-harvester-reporter-{}".format(key))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    key = args.report_as or short_hostname()
+    if not key or "/" in key or key.startswith("."):
+        sys.stderr.write("harvester-reporter: --report-as must be a plain name\n")
+        return EXIT_USAGE
+    volumes = [v.strip() for v in args.volumes.split(",") if v.strip()]
+    if not volumes:
+        sys.stderr.write("harvester-reporter: --volumes needs at least one mount point\n")
+        return EXIT_USAGE
+    state_dir = os.path.expanduser(args.state or default_state_dir(key))
+    sources = record_module.Sources(
+        log_dir=args.log_dir, harvester_cfg=args.harvester_cfg,
+        queue_config=args.queue_config, volumes=volumes, mysql=args.mysql,
+        environ=dict(os.environ),
+    )
+    if args.print_only:
+        previous = state_module.load(state_dir) if os.path.isdir(state_dir) else {}
+        record, _ = record_module.collect(key, sources, previous, time.time())
+        json.dump(record, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    return _run_and_deliver(key, sources, state_dir, os.path.expanduser(args.env))
+
+
+def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> int:
+    from clusterwatch.reporter import delivery, envfile
+
+    state_module.prepare(state_dir)
+    with state_module.locked(state_dir):
+        previous = state_module.load(state_dir)
+        buffer = delivery.Buffer(state_dir)
+        record, new_state = record_module.collect(key, sources, previous, time.time(),
+                                                  buffer=buffer)
+        buffer.add(record)
+        # The record is buffered and the positions saved together: a crash after this
+        # point re-sends, never loses, what this run read.
+        state_module.save(state_dir, new_state)
+        try:
+            settings = envfile.load_env(env_path)
+        except envfile.ConfigError as exc:
+            sys.stderr.write("harvester-reporter: {}; the record is buffered\n".format(exc))
+            return EXIT_NOT_CONFIGURED
+        url, token = settings.get("url"), settings.get("token")
+        if not url or not token:
+            sys.stderr.write("harvester-reporter: no monitor URL or token in {}; the record "
+                             "is buffered\n".format(env_path))
+            return EXIT_NOT_CONFIGURED
+        outcome = delivery.deliver(buffer, url, token, ca_bundle=settings.get("ca_bundle"))
+    if outcome.get("delivered_all"):
+        return EXIT_OK
+    sys.stderr.write("harvester-reporter: delivery failed ({}); {} record(s) buffered\n".format(
+        outcome.get("last_error", "unknown error"), outcome.get("backlog", 0)))
+    return EXIT_BUFFERED

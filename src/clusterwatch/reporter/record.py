@@ -1,0 +1,178 @@
+"""Assemble one record (schema_version 1) from every source, each failure kept as a field.
+
+`collect` never raises for a source that cannot be read: that source's field becomes
+`{"error": "..."}` and the rest of the record is still built.
+"""
+
+import json
+import os
+import socket
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION
+
+# Log file names, relative to the log directory, per record section.
+FETCHER_LOG = "panda-job_fetcher.log"
+SUBMITTER_LOG = "panda-submitter.log"
+ADJUSTER_LOG = "panda-worker_adjuster.log"
+CALL_LOGS = {"communicator": "panda-communicator.log", "propagator": "panda-propagator.log"}
+SCHEMA_FILE = "record-v1.schema.json"
+EXAMPLES_PER_REASON = 3
+
+
+class Sources(object):
+    """Where one run reads from (all paths are parameters, so tests use fixture trees)."""
+
+    def __init__(self, log_dir: str, harvester_cfg: str, queue_config: str,
+                 volumes: List[str], mysql: str = "mysql", proc_root: str = "/proc",
+                 environ: Optional[Dict[str, str]] = None) -> None:
+        self.log_dir = log_dir
+        self.harvester_cfg = harvester_cfg
+        self.queue_config = queue_config
+        self.volumes = volumes
+        self.mysql = mysql
+        self.proc_root = proc_root
+        self.environ = dict(environ or {})
+
+
+def utc(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def schema_path() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), SCHEMA_FILE)
+
+
+def load_schema() -> Dict[str, Any]:
+    """The record's JSON Schema; read through the loader so it works inside the zipapp."""
+    import pkgutil
+
+    data = pkgutil.get_data("clusterwatch.reporter", SCHEMA_FILE)
+    if data is None:  # pragma: no cover - only if the file was left out of a build
+        raise OSError("record schema missing from the package")
+    loaded = json.loads(data.decode("utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def _guarded(build: Callable[[], Any]) -> Any:
+    """Run one source's collection; an unexpected failure becomes its error field."""
+    try:
+        return build()
+    except Exception as exc:  # one broken source must not lose the whole record
+        return {"error": "{}: {}".format(type(exc).__name__, exc)}
+
+
+def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
+            buffer: Any = None) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Build the record for the interval since the previous run; return (record, state)."""
+    from clusterwatch.reporter import harvester_log, host, tail
+
+    started = time.monotonic()
+    first_run = "last_run" not in previous
+    since = previous.get("last_run", now)
+    logs_state = dict(previous.get("logs", {}))
+
+    def read(name: str) -> Tuple[List[bytes], Dict[str, Any]]:
+        path = os.path.join(sources.log_dir, name)
+        chunks, saved, info = tail.read_new(path, logs_state.get(name))
+        logs_state[name] = saved
+        return chunks, info
+
+    def section(name: str, parse: Callable[[List[bytes]], Dict[str, Any]]) -> Dict[str, Any]:
+        chunks, info = read(name)
+        built = _guarded(lambda: parse(chunks))
+        built["read"] = info
+        return dict(built)
+
+    new_state = dict(previous)
+    fetching = section(FETCHER_LOG, harvester_log.fetching_section)
+    submission = section(SUBMITTER_LOG, harvester_log.submission_section)
+    adjuster_chunks, adjuster_info = read(ADJUSTER_LOG)
+    try:
+        adjustment, new_state["adjustment"] = harvester_log.adjustment_section(
+            adjuster_chunks, previous.get("adjustment", {}))
+    except Exception as exc:
+        adjustment = {"error": "{}: {}".format(type(exc).__name__, exc)}
+    adjustment["read"] = adjuster_info
+    failed_calls = {daemon: section(name, harvester_log.failed_calls_section)
+                    for daemon, name in sorted(CALL_LOGS.items())}
+    harvester_db, new_state["reasons"] = _harvester_db(
+        sources, now, since, previous.get("reasons", {}))
+
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "host": key,
+        "hostname": socket.getfqdn(),
+        "collected_at": utc(now),
+        "reporter_version": REPORTER_VERSION,
+        "interval": {"since": utc(since), "seconds": round(now - since),
+                     "first_run": first_run},
+        "fetching": fetching,
+        "submission": submission,
+        "adjustment": adjustment,
+        "failed_calls": failed_calls,
+        "daemons": _guarded(lambda: host.daemon_logs(sources.log_dir, now)),
+        "processes": _guarded(lambda: host.harvester_processes(sources.proc_root)),
+        "harvester_db": harvester_db,
+        "health": {"volumes": _guarded(lambda: host.volumes(sources.volumes))},
+        "delivery": _guarded(buffer.section) if buffer is not None else {"backlog": 0},
+    }
+    record["collect_seconds"] = round(time.monotonic() - started, 3)
+    new_state["logs"] = logs_state
+    new_state["last_run"] = now
+    return record, new_state
+
+
+def _harvester_db(sources: Sources, now: float, since: float,
+                  reasons_cache: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    from clusterwatch.reporter import condor_events, harvester_db
+
+    section = dict(harvester_db.collect_with_config(
+        sources.harvester_cfg, sources.environ, now, since, mysql=sources.mysql))
+    candidates = section.pop("workers_not_finished_candidates", None)
+    if not isinstance(candidates, list):
+        # The database part failed: its error stands for the reasons too.
+        section["workers_not_finished"] = candidates or {"error": "no worker list"}
+        return section, reasons_cache
+    try:
+        queue_config = _read_queue_config(sources.queue_config)
+    except (OSError, ValueError) as exc:
+        queue_config = {}
+        section["queue_config_error"] = "cannot read {}: {}".format(sources.queue_config, exc)
+    reasons, new_cache = condor_events.reasons_for_workers(candidates, queue_config,
+                                                           reasons_cache)
+    section["workers_not_finished"] = group_not_finished(candidates, reasons)
+    return section, new_cache
+
+
+def _read_queue_config(path: str) -> Dict[str, Any]:
+    with open(path, "rb") as handle:
+        data = json.loads(handle.read().decode("utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def group_not_finished(workers: List[Dict[str, Any]],
+                       reasons: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """Per site, workers grouped by the batch system's reason, with up to three examples."""
+    sites = {}  # type: Dict[str, Dict[str, Any]]
+    for worker in workers:
+        worker_id = str(worker.get("workerID"))
+        reason = reasons.get(worker_id) or {}
+        text = reason.get("reason") or "no reason found"
+        site = sites.setdefault(str(worker.get("computingSite")), {"workers": 0, "reasons": {}})
+        site["workers"] += 1
+        group = site["reasons"].setdefault(text, {"count": 0,
+                                                 "source": reason.get("source", "none"),
+                                                 "examples": []})
+        group["count"] += 1
+        if len(group["examples"]) < EXAMPLES_PER_REASON:
+            group["examples"].append({
+                "worker": worker.get("workerID"),
+                "batch_id": worker.get("batchID"),
+                "node": worker.get("nodeID"),
+                "ce": worker.get("computingElement"),
+                "log_url": worker.get("batchLog"),
+            })
+    return sites

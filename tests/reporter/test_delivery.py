@@ -1,0 +1,460 @@
+"""Delivery over verified HTTPS to a loopback monitor, and the bounded local buffer."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from clusterwatch.reporter import delivery
+from clusterwatch.reporter.delivery import Buffer, classify, deliver
+from clusterwatch.reporter.envfile import ConfigError
+from tests.reporter.tls import CA, MonitorServer, make_ca, make_server_cert
+
+TOKEN = "tok-3f9a1c7e5b2d"
+T0 = 1_790_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def tick(self, seconds: float = 300.0) -> None:
+        self.t += seconds
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from tests.conftest import _need_binary
+
+    openssl = _need_binary("openssl")
+    root = tmp_path_factory.mktemp("pki")
+    ca = make_ca(root, "ca", openssl)
+    other = make_ca(root, "other-ca", openssl)
+    return {
+        "ca": ca,
+        "server": make_server_cert(ca, root, "server", openssl),
+        "impostor": make_server_cert(other, root, "impostor", openssl),
+    }
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def buffer(tmp_path: Path, clock: Clock) -> Buffer:
+    return Buffer(str(tmp_path / "state"), clock=clock)
+
+
+@pytest.fixture
+def monitor(pki: dict[str, Any]) -> Iterator[MonitorServer]:
+    with MonitorServer(pki["server"]) as server:
+        yield server.start()
+
+
+def ca_of(pki: dict[str, Any]) -> str:
+    ca: CA = pki["ca"]
+    return str(ca.cert)
+
+
+def run_once(buffer: Buffer, clock: Clock, seq: int, url: str,
+             ca_bundle: Optional[str]) -> dict[str, Any]:
+    """What main does each cron run: build the record with its delivery section, buffer
+    it, deliver the buffer."""
+    clock.tick()
+    buffer.add({"seq": seq, "delivery": buffer.section()})
+    return deliver(buffer, url, TOKEN, ca_bundle=ca_bundle, timeout=5, now=clock)
+
+
+def seqs(server: MonitorServer) -> list[int]:
+    return [json.loads(post.body)["seq"] for post in server.posts]
+
+
+# -- delivery ------------------------------------------------------------------------------
+
+
+def test_it_delivers_a_record_with_the_token_in_the_header(
+        buffer: Buffer, clock: Clock, monitor: MonitorServer, pki: dict[str, Any]) -> None:
+    outcome = run_once(buffer, clock, 0, monitor.url, ca_of(pki))
+
+    assert outcome == {
+        "delivered_all": True, "delivered": 1, "set_aside": 0, "backlog": 0,
+        "last_error": None,
+        "section": {"backlog": 0, "oldest_at": None, "dropped": 0, "set_aside": 0,
+                    "reasons": {}, "last_error": None, "last_error_at": None},
+    }
+    [post] = monitor.posts
+    assert post.path == "/api/reporter/records"
+    assert post.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert post.headers["Content-Type"] == "application/json"
+    assert post.headers["User-Agent"].startswith("clusterwatch-harvester-reporter/")
+    assert json.loads(post.body) == {"seq": 0, "delivery": {
+        "backlog": 0, "oldest_at": None, "dropped": 0, "set_aside": 0, "reasons": {},
+        "last_error": None, "last_error_at": None}}
+    assert buffer.names() == []
+
+
+def test_it_buffers_while_the_monitor_is_down_and_delivers_everything_in_order_later(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    with MonitorServer(pki["server"]) as server:  # bound, not listening: refused
+        for seq in range(6):
+            outcome = run_once(buffer, clock, seq, server.url, ca_of(pki))
+            assert outcome["delivered_all"] is False
+            assert outcome["backlog"] == seq + 1
+            assert outcome["last_error"].startswith("connection: ")
+        section = buffer.section()
+        assert section["backlog"] == 6
+        assert section["oldest_at"] == "2026-09-21T14:18:20Z"
+        assert section["last_error"] == outcome["last_error"]
+        assert section["last_error_at"] == "2026-09-21T14:43:20Z"
+
+        server.start()
+        outcome = run_once(buffer, clock, 6, server.url, ca_of(pki))
+
+    assert outcome["delivered_all"] is True
+    assert outcome["delivered"] == 7
+    assert seqs(server) == [0, 1, 2, 3, 4, 5, 6]
+    delivered = [json.loads(post.body)["delivery"] for post in server.posts]
+    assert [d["backlog"] for d in delivered] == [0, 1, 2, 3, 4, 5, 6]
+    assert delivered[0]["last_error"] is None
+    assert delivered[6]["last_error"].startswith("connection: ")  # why the gap, told late
+    assert buffer.names() == []
+    assert buffer.section()["last_error"] is None
+
+
+@pytest.mark.parametrize("status", [413, 400, 422, 409])
+def test_it_sets_a_rejected_record_aside_and_goes_on(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any], status: int) -> None:
+    with MonitorServer(pki["server"], script=[200, status, 200]) as server:
+        for seq in range(3):
+            buffer.add({"seq": seq, "delivery": buffer.section()})
+        outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki), now=clock)
+
+    assert seqs(server) == [0, 1, 2]
+    assert outcome["delivered"] == 2
+    assert outcome["set_aside"] == 1
+    assert outcome["backlog"] == 0
+    assert outcome["delivered_all"] is False  # this pass lost a record: exit 1
+    assert outcome["last_error"].startswith(f"http: HTTP {status} ")
+    assert outcome["section"]["set_aside"] == 1
+    assert outcome["section"]["reasons"] == {f"set aside: HTTP {status}": 1}
+    aside = sorted(os.listdir(Path(buffer.state_dir) / "set_aside"))
+    assert len(aside) == 2
+    assert json.loads((Path(buffer.state_dir) / "set_aside" / aside[0]).read_text())["seq"] == 1
+    assert (Path(buffer.state_dir) / "set_aside" / aside[1]).read_text().startswith(
+        f"set aside: HTTP {status}\nhttp: HTTP {status} ")
+
+
+def test_it_sets_aside_413_and_400_while_later_records_still_go_and_reports_them_once(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    def script(body: bytes) -> int:
+        return {1: 413, 3: 400}.get(json.loads(body)["seq"], 200)
+
+    with MonitorServer(pki["server"]) as server:
+        for seq in range(5):  # the monitor is down for five runs
+            run_once(buffer, clock, seq, server.url, ca_of(pki))
+        server.script = script
+        server.start()
+        first = run_once(buffer, clock, 5, server.url, ca_of(pki))
+        second = run_once(buffer, clock, 6, server.url, ca_of(pki))
+
+    assert first["delivered"] == 4
+    assert first["set_aside"] == 2
+    assert first["backlog"] == 0
+    assert first["section"]["set_aside"] == 2
+    assert first["section"]["reasons"] == {"set aside: HTTP 413": 1, "set aside: HTTP 400": 1}
+    assert second["delivered_all"] is True
+    assert seqs(server) == [0, 1, 2, 3, 4, 5, 6]
+    reported = json.loads(server.posts[-1].body)["delivery"]
+    assert reported["set_aside"] == 2
+    assert reported["reasons"] == {"set aside: HTTP 413": 1, "set aside: HTTP 400": 1}
+    assert second["section"]["set_aside"] == 0  # reset once the record reporting it went
+    assert second["section"]["reasons"] == {}
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 408, 429, 401, 403, 404])
+def test_it_stops_the_pass_on_a_transient_answer_and_keeps_the_rest(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any], status: int) -> None:
+    with MonitorServer(pki["server"], script=[200, status]) as server:
+        for seq in range(3):
+            buffer.add({"seq": seq})
+        outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki), now=clock)
+
+    assert seqs(server) == [0, 1]
+    assert outcome["delivered"] == 1
+    assert outcome["set_aside"] == 0
+    assert outcome["backlog"] == 2
+    assert outcome["delivered_all"] is False
+    assert outcome["last_error"].startswith(f"http: HTTP {status} ")
+    assert [json.loads(buffer.read(name))["seq"] for name in buffer.names()] == [1, 2]
+    assert os.listdir(Path(buffer.state_dir) / "set_aside") == []
+
+
+def test_it_does_not_follow_a_redirect_with_the_token(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    with MonitorServer(pki["server"], script=[302]) as server:
+        buffer.add({"seq": 0})
+        outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki), now=clock)
+
+    assert len(server.posts) == 1
+    assert outcome["backlog"] == 1
+    assert "redirects are not followed" in outcome["last_error"]
+
+
+def test_it_refuses_a_server_certificate_from_another_ca_and_buffers(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    with MonitorServer(pki["impostor"]) as server:
+        server.start()
+        outcome = run_once(buffer, clock, 0, server.url, ca_of(pki))
+
+    assert server.posts == []
+    assert outcome["delivered_all"] is False
+    assert outcome["backlog"] == 1
+    assert outcome["last_error"].startswith("tls: ")
+    assert "CERTIFICATE_VERIFY_FAILED" in outcome["last_error"]
+    assert buffer.section()["last_error"] == outcome["last_error"]
+
+
+def test_it_verifies_against_the_system_cas_without_a_bundle(
+        buffer: Buffer, clock: Clock, monitor: MonitorServer) -> None:
+    buffer.add({"seq": 0})
+    outcome = deliver(buffer, monitor.url, TOKEN, now=clock)
+
+    assert monitor.posts == []
+    assert "CERTIFICATE_VERIFY_FAILED" in outcome["last_error"]
+    assert outcome["backlog"] == 1
+
+
+def test_it_keeps_the_records_when_the_ca_bundle_cannot_be_read(
+        buffer: Buffer, clock: Clock, monitor: MonitorServer, tmp_path: Path) -> None:
+    buffer.add({"seq": 0})
+    missing = str(tmp_path / "no-such-ca.pem")
+    outcome = deliver(buffer, monitor.url, TOKEN, ca_bundle=missing, now=clock)
+
+    assert monitor.posts == []
+    assert outcome["last_error"].startswith(f"tls: cannot load CA bundle {missing}: ")
+    assert outcome["backlog"] == 1
+
+
+def test_it_gives_up_on_a_silent_monitor_after_the_timeout(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    with MonitorServer(pki["server"], delay=2.0) as server:
+        buffer.add({"seq": 0})
+        outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki),
+                          timeout=0.3, now=clock)
+
+    assert outcome["last_error"] == "timeout: no answer within 0.3 s"
+    assert outcome["backlog"] == 1
+
+
+def test_it_allows_plain_http_to_loopback_only(buffer: Buffer, clock: Clock) -> None:
+    with MonitorServer(None) as server:
+        buffer.add({"seq": 0})
+        assert deliver(buffer, server.start().url, TOKEN, now=clock)["delivered_all"] is True
+        assert seqs(server) == [0]
+
+    buffer.add({"seq": 1})
+    with pytest.raises(ConfigError, match="must be https"):
+        deliver(buffer, "http://monitor.example.org/ingest", TOKEN, now=clock)
+    assert len(buffer.names()) == 1
+
+
+def test_it_never_puts_the_token_in_logs_errors_or_files(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any],
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with MonitorServer(pki["server"], script=[400, 500], echo_auth=True) as server:
+        buffer.add({"seq": 0})
+        buffer.add({"seq": 1})
+        outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki), now=clock)
+    with MonitorServer(pki["impostor"]) as server:
+        tls_outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki),
+                              now=clock)
+    with pytest.raises(ConfigError) as caught:
+        deliver(buffer, "https://monitor.example.org/x", TOKEN + " with space", now=clock)
+
+    assert "you sent: Bearer <token>" in outcome["last_error"]  # the echo, scrubbed
+    assert "you sent: Bearer <token>" in caplog.text
+    assert TOKEN not in caplog.text
+    assert TOKEN not in json.dumps([outcome, tls_outcome])
+    assert TOKEN not in str(caught.value)
+    for path in Path(buffer.state_dir).rglob("*"):
+        if path.is_file():
+            assert TOKEN not in path.read_text(errors="replace"), path
+
+
+def test_it_classifies_statuses() -> None:
+    assert [classify(s) for s in (200, 201, 204, 299)] == ["delivered"] * 4
+    assert [classify(s) for s in (400, 409, 410, 413, 415, 422)] == ["rejected"] * 6
+    assert [classify(s) for s in (None, 301, 302, 401, 403, 404, 405, 407, 408, 429, 500,
+                                   503, 599)] == ["retry"] * 13
+
+
+def test_it_sets_aside_an_unreadable_record_file_without_posting_it(
+        buffer: Buffer, clock: Clock) -> None:
+    posted: list[bytes] = []
+
+    def poster(data: bytes) -> tuple[Optional[int], str]:
+        posted.append(data)
+        return 200, "HTTP 200"
+
+    buffer.add({"seq": 0})
+    bad = buffer.add({"seq": 1})
+    buffer.add({"seq": 2})
+    Path(buffer.dir, bad).write_bytes(b'{"seq": 1, "trunc')
+    outcome = deliver(buffer, "https://monitor.example.org/x", TOKEN, poster=poster,
+                      now=clock)
+
+    assert [json.loads(data)["seq"] for data in posted] == [0, 2]
+    assert outcome["set_aside"] == 1
+    assert outcome["section"]["reasons"] == {"set aside: unreadable record": 1}
+    assert (Path(buffer.set_aside_dir) / bad).exists()
+
+
+def test_it_keeps_only_the_newest_set_aside_records(
+        buffer: Buffer, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(delivery, "SET_ASIDE_KEEP", 2)
+    names = [buffer.add({"seq": seq}) for seq in range(4)]
+    outcome = deliver(buffer, "https://monitor.example.org/x", TOKEN,
+                      poster=lambda data: (400, "http: HTTP 400 Bad Request"), now=clock)
+
+    assert outcome["set_aside"] == 4
+    assert outcome["section"]["set_aside"] == 4  # all counted, two kept for an operator
+    kept = sorted(os.listdir(buffer.set_aside_dir))
+    assert kept == sorted([names[2], names[3], names[2][:20] + ".reason.txt",
+                           names[3][:20] + ".reason.txt"])
+
+
+# -- the buffer ----------------------------------------------------------------------------
+
+
+def test_it_drops_the_oldest_records_at_the_bound_and_reports_every_drop_once(
+        tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    buffer = Buffer(str(tmp_path / "state"), max_records=2, clock=clock)
+    with MonitorServer(None) as server:  # down for six runs
+        for seq in range(6):
+            run = run_once(buffer, clock, seq, server.url, None)
+            assert run["backlog"] == min(seq + 1, 2)
+        assert "delivery buffer full (2 records or 52428800 bytes at most): dropped the 1 " \
+               "oldest" in caplog.text
+        pending = buffer.section()["dropped"]
+        server.start()
+        delivered = deliver(buffer, server.url, TOKEN, now=clock)
+
+    assert delivered["delivered_all"] is True
+    assert seqs(server) == [4, 5]  # the newest survive
+    reported = [json.loads(post.body)["delivery"]["dropped"] for post in server.posts]
+    # seq 0-3 were dropped. Records 4 and 5 each tell one drop; record 3 carried one when
+    # it was dropped itself, so that one and record 3's own drop wait for the next record:
+    # each drop is told exactly once.
+    assert reported == [1, 1]
+    assert pending == 2
+    assert delivered["section"]["dropped"] == 2
+    assert delivered["section"]["reasons"] == {"dropped: buffer full": 2}
+
+
+def test_it_bounds_the_buffer_by_bytes_but_keeps_the_newest_record(
+        tmp_path: Path, clock: Clock) -> None:
+    buffer = Buffer(str(tmp_path / "state"), max_bytes=120, clock=clock)  # 57 B a record
+    buffer.add({"pad": "x" * 40, "seq": 0})
+    buffer.add({"pad": "x" * 40, "seq": 1})
+    assert len(buffer.names()) == 2
+    buffer.add({"pad": "x" * 40, "seq": 2})
+    assert [json.loads(buffer.read(n))["seq"] for n in buffer.names()] == [1, 2]
+    buffer.add({"pad": "x" * 500, "seq": 3})
+    assert [json.loads(buffer.read(n))["seq"] for n in buffer.names()] == [3]
+    assert buffer.section()["dropped"] == 3
+    assert buffer.section()["reasons"] == {"dropped: buffer full": 3}
+
+
+def test_it_keeps_the_order_when_the_clock_steps_back(tmp_path: Path, clock: Clock) -> None:
+    buffer = Buffer(str(tmp_path / "state"), clock=clock)
+    first = buffer.add({"seq": 0})
+    clock.tick(-3600)
+    second = buffer.add({"seq": 1})
+    assert buffer.names() == [first, second]
+    assert int(second[:20]) == int(first[:20]) + 1
+
+
+def test_it_writes_records_privately(buffer: Buffer) -> None:
+    name = buffer.add({"seq": 0})
+    assert os.stat(buffer.dir).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(buffer.dir, name)).st_mode & 0o777 == 0o600
+
+
+def test_it_leaves_no_half_record_when_a_write_fails(
+        buffer: Buffer, monkeypatch: pytest.MonkeyPatch) -> None:
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        buffer.add({"seq": 0})
+    assert os.listdir(buffer.dir) == []
+
+
+def test_it_ignores_and_later_cleans_what_a_run_killed_mid_write_left(
+        tmp_path: Path, clock: Clock) -> None:
+    state = tmp_path / "state"
+    Buffer(str(state), clock=clock).add({"seq": 0})
+    child = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, signal
+        from clusterwatch.reporter.delivery import Buffer
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
+        Buffer({str(state)!r}).add({{"seq": 1, "pad": "x" * 100000}})
+        """)], check=False)
+    assert child.returncode == -signal.SIGKILL
+
+    leftovers = [n for n in os.listdir(state / "buffer") if n.startswith(".tmp-")]
+    assert len(leftovers) == 1
+    buffer = Buffer(str(state), clock=clock)
+    assert [json.loads(buffer.read(n))["seq"] for n in buffer.names()] == [0]
+    posted: list[int] = []
+    deliver(buffer, "https://monitor.example.org/x", TOKEN, now=clock,
+            poster=lambda data: (posted.append(json.loads(data)["seq"]), (200, "HTTP 200"))[1])
+    assert posted == [0]
+    assert (state / "buffer" / leftovers[0]).exists()  # young: maybe a live writer's
+
+    clock.tick(delivery.STALE_TEMP_SECONDS + 1)
+    os.utime(state / "buffer" / leftovers[0], (T0, T0))
+    Buffer(str(state), clock=clock)
+    assert os.listdir(state / "buffer") == []
+
+
+def test_it_starts_the_counts_again_when_their_file_is_corrupt(
+        buffer: Buffer, caplog: pytest.LogCaptureFixture) -> None:
+    Path(buffer.state_dir, "delivery.json").write_text("{not json")
+    assert buffer.section()["dropped"] == 0
+    assert "delivery counts start again from zero" in caplog.text
+    buffer.add({"seq": 0, "delivery": {"error": "section failed"}})
+    assert buffer.section()["backlog"] == 1
+
+
+def test_it_moves_a_set_aside_records_counts_back_for_the_next_record(
+        buffer: Buffer, clock: Clock) -> None:
+    buffer.add({"seq": 0})
+    deliver(buffer, "https://monitor.example.org/x", TOKEN, now=clock,
+            poster=lambda data: (400, "http: HTTP 400 Bad Request"))
+    assert buffer.section()["set_aside"] == 1
+    buffer.add({"seq": 1, "delivery": buffer.section()})
+    assert buffer.counts()["set_aside"] == 0  # carried by record 1 now
+    deliver(buffer, "https://monitor.example.org/x", TOKEN, now=clock,
+            poster=lambda data: (413, "http: HTTP 413 Payload Too Large"))
+    # record 1 never arrived, so its report comes back along with its own rejection
+    assert buffer.section()["set_aside"] == 2
+    assert buffer.section()["reasons"] == {"set aside: HTTP 400": 1, "set aside: HTTP 413": 1}
+

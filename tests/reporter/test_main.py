@@ -1,0 +1,198 @@
+"""Whole reporter runs: options, first run, counting, buffering, delivery, the zipapp.
+
+Every record produced here is validated against the shipped JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from clusterwatch.reporter import main as reporter_main
+from clusterwatch.reporter.build import build
+from clusterwatch.reporter.record import load_schema
+
+from .tls import CA, MonitorServer, make_ca, make_server_cert
+
+VALIDATOR = jsonschema.Draft202012Validator(load_schema())
+
+FETCH_OK = ("{t},507 panda.log.job_fetcher: INFO     run <queueName=BNL_PanDA_1> got 35 jobs "
+            "for prodSourceLabel=managed rtype=None with OK  : took 2.816 sec\n")
+FETCH_NONE = ("{t},120 panda.log.job_fetcher: INFO     run <queueName=UM_GREX_PanDA_1> got 0 "
+              "jobs for prodSourceLabel=managed rtype=None with no jobs in PanDA  : took 0.231 "
+              "sec\n")
+NOISE = ("{t},002 panda.log.job_fetcher: DEBUG    run <queueName=BNL_PanDA_1> no job to fetch; "
+         "skip\n")
+
+
+def validate(record: dict[str, Any]) -> None:
+    errors = sorted(VALIDATOR.iter_errors(record), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from tests.conftest import _need_binary
+
+    openssl = _need_binary("openssl")
+    root = tmp_path_factory.mktemp("pki")
+    ca = make_ca(root, "ca", openssl)
+    return {"ca": ca, "server": make_server_cert(ca, root, "server", openssl)}
+
+
+class Host:
+    """A harvester host as fixture files: log dir, env file, state dir; no database."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.log_dir = root / "logs"
+        self.log_dir.mkdir()
+        self.state = root / "state"
+        self.env = root / "reporter.env"
+        self.fetcher = self.log_dir / "panda-job_fetcher.log"
+        for name in ("job_fetcher", "submitter", "worker_adjuster", "communicator",
+                     "propagator"):
+            (self.log_dir / f"panda-{name}.log").write_text("")
+
+    def append(self, text: str) -> None:
+        with self.fetcher.open("a") as handle:
+            handle.write(text)
+
+    def configure(self, url: str, ca: CA | None = None, token: str = "tok-123") -> None:
+        lines = [f"SWF_MONITOR_URL={url}", f"SWF_REPORT_TOKEN={token}"]
+        if ca is not None:
+            lines.append(f"CLUSTERWATCH_CA_BUNDLE={ca.cert}")
+        self.env.write_text("\n".join(lines) + "\n")
+        self.env.chmod(0o600)
+
+    def args(self, *extra: str) -> list[str]:
+        return ["--report-as", "testhost", "--state", str(self.state), "--env", str(self.env),
+                "--log-dir", str(self.log_dir), "--harvester-cfg", str(self.root / "no.cfg"),
+                "--queue-config", str(self.root / "no.json"), "--volumes", "/,/tmp",
+                *extra]
+
+
+def print_record(host: Host, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert reporter_main.main(host.args("--print")) == 0
+    record: dict[str, Any] = json.loads(capsys.readouterr().out)
+    validate(record)
+    return record
+
+
+def test_it_prints_a_valid_record_and_stores_nothing(tmp_path: Path, capsys) -> None:
+    host = Host(tmp_path)
+    host.append(FETCH_OK.format(t="2026-10-02 18:20:44"))
+    record = print_record(host, capsys)
+    assert record["host"] == "testhost" and record["schema_version"] == 1
+    assert record["interval"]["first_run"] is True
+    assert record["fetching"]["read"]["first_run"] is True
+    assert record["harvester_db"]["launch_limits"]["error"]  # no config: an error field
+    assert not host.state.exists()  # --print stores nothing
+
+
+def test_it_counts_only_lines_appended_after_the_first_run(tmp_path: Path, pki, capsys) -> None:
+    host = Host(tmp_path)
+    host.append(FETCH_OK.format(t="2026-10-02 18:00:00"))  # before the first run: not counted
+    with MonitorServer(pki["server"]) as monitor:
+        monitor.start()
+        host.configure(monitor.url, pki["ca"])
+        assert reporter_main.main(host.args()) == 0
+        host.append(FETCH_OK.format(t="2026-10-02 18:20:44") + NOISE.format(
+            t="2026-10-02 18:20:45") + FETCH_NONE.format(t="2026-10-02 18:21:44"))
+        host.append("2026-10-02 18:22:00,000 panda.log.job_fetcher: INFO     run <queueName=B")
+        assert reporter_main.main(host.args()) == 0
+    records = [json.loads(post.body) for post in monitor.posts]
+    for record in records:
+        validate(record)
+    first, second = records
+    assert first["interval"]["first_run"] is True and first["fetching"]["queues"] == {}
+    assert second["interval"]["first_run"] is False
+    queues = second["fetching"]["queues"]
+    assert queues["BNL_PanDA_1"]["attempts"] == 1 and queues["BNL_PanDA_1"]["jobs_got"] == 35
+    assert queues["UM_GREX_PanDA_1"]["last"]["outcome"].lower() == "no jobs in panda"
+    assert queues["UM_GREX_PanDA_1"]["failed"] == 0
+    assert all(post.headers["Authorization"] == "Bearer tok-123" for post in monitor.posts)
+
+
+def test_it_buffers_while_the_monitor_is_down_and_sends_in_order_later(
+    tmp_path: Path, pki, capsys
+) -> None:
+    host = Host(tmp_path)
+    with MonitorServer(pki["server"]) as monitor:  # bound, not listening: connection refused
+        host.configure(monitor.url, pki["ca"])
+        for _ in range(3):
+            assert reporter_main.main(host.args()) == 1
+        monitor.start()
+        assert reporter_main.main(host.args()) == 0
+    stamps = [json.loads(post.body)["collected_at"] for post in monitor.posts]
+    assert len(stamps) == 4 and stamps == sorted(stamps)
+    last = json.loads(monitor.posts[-1].body)
+    assert last["delivery"]["backlog"] == 3
+
+
+def test_it_exits_2_and_buffers_without_a_monitor_url(tmp_path: Path, capsys) -> None:
+    host = Host(tmp_path)
+    host.env.write_text("SWF_REPORT_TOKEN=abc\n")
+    host.env.chmod(0o600)
+    assert reporter_main.main(host.args()) == 2
+    assert "no monitor URL or token" in capsys.readouterr().err
+    assert len(list((host.state / "buffer").glob("*.json"))) == 1
+
+
+def test_it_refuses_a_readable_env_file_with_exit_2(tmp_path: Path, capsys) -> None:
+    host = Host(tmp_path)
+    host.configure("https://127.0.0.1:1/api", token="sekrit-token-99")
+    host.env.chmod(0o644)
+    assert reporter_main.main(host.args()) == 2
+    err = capsys.readouterr().err
+    assert "chmod 600" in err and "sekrit-token-99" not in err
+
+
+@pytest.mark.parametrize("bad", [["--no-such-option"], ["--volumes", ","],
+                                 ["--report-as", "../x"]])
+def test_it_exits_64_on_usage_errors(tmp_path: Path, bad: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        code = reporter_main.main(Host(tmp_path).args(*bad))
+        raise SystemExit(code)
+    assert exited.value.code == 64
+
+
+def test_it_runs_as_a_zipapp_with_the_same_options(tmp_path: Path) -> None:
+    host = Host(tmp_path)
+    app = build(str(tmp_path / "harvester-reporter.pyz"))
+    assert os.access(app, os.X_OK)
+    done = subprocess.run([sys.executable, app, *host.args("--print")], capture_output=True,
+                          text=True, check=False, env={"PATH": os.environ["PATH"]})
+    assert done.returncode == 0, done.stderr
+    validate(json.loads(done.stdout))
+    helped = subprocess.run([sys.executable, app, "--help"], capture_output=True, text=True,
+                            check=False)
+    assert "--report-as" in helped.stdout and "64 usage error" in helped.stdout
+
+
+def test_it_builds_through_the_clusterwatch_cli(tmp_path: Path, capsys) -> None:
+    from clusterwatch.cli import main
+
+    target = tmp_path / "r.pyz"
+    assert main(["reporter", "build", "--output", str(target)]) == 0
+    import zipfile
+
+    names = set(zipfile.ZipFile(target).namelist())
+    assert "clusterwatch/reporter/main.py" in names
+    assert "clusterwatch/reporter/record-v1.schema.json" in names
+    assert not any(n.startswith(("clusterwatch/watch", "clusterwatch/notify")) for n in names)
+
+
+def test_it_serves_as_python_dash_m(tmp_path: Path) -> None:
+    host = Host(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "clusterwatch.reporter", *host.args("--print")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    validate(json.loads(done.stdout))
