@@ -19,6 +19,7 @@ from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.build import build
 from clusterwatch.reporter.record import load_schema
 
+from .test_harvester_db import mariadb  # noqa: F401 - the session's MariaDB fixture
 from .tls import CA, MonitorServer, make_ca, make_server_cert
 
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())
@@ -196,3 +197,48 @@ def test_it_serves_as_python_dash_m(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     validate(json.loads(done.stdout))
+
+
+def test_it_reports_the_harvester_database_in_a_valid_record(
+    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]
+) -> None:
+    from .test_harvester_db import NOW, USER, write_cfg
+
+    monkeypatch.setattr(reporter_main.time, "time", lambda: float(NOW))  # the fixture's day
+    host = Host(tmp_path)
+    cfg = write_cfg(tmp_path)
+    monkeypatch.setenv("CW_TEST_DB_PORT", str(mariadb.port))
+    monkeypatch.setenv("CW_TEST_DB_USER", USER)
+    args = [a if a != str(tmp_path / "no.cfg") else cfg for a in host.args("--print")]
+    assert reporter_main.main(args) == 0
+    record = json.loads(capsys.readouterr().out)
+    validate(record)
+    db = record["harvester_db"]
+    assert db["launch_limits"]["BNL_PROD"]["maxWorkers"] == 1000
+    assert db["workers_now"]["BNL"]["running"] == 2
+    not_finished = db["workers_not_finished"]["BNL"]
+    assert not_finished["workers"] >= 3
+    sources = {group["source"] for group in not_finished["reasons"].values()}
+    assert sources <= {"harvester_diag", "none", "condor_event_log"} and sources
+    assert "queue_config_error" in db  # no panda_queueconfig.json here: said, not fatal
+
+
+@pytest.mark.parametrize("generation", ["new", "old"])
+def test_it_fills_every_log_section_validly_from_the_fixture_logs(
+    tmp_path: Path, generation: str, capsys
+) -> None:
+    host = Host(tmp_path)
+    host.env.write_text("")
+    host.env.chmod(0o600)
+    assert reporter_main.main(host.args()) == 2  # first run: positions at the (empty) ends
+    capsys.readouterr()
+    fixtures = Path(__file__).parent / "fixtures" / "logs" / generation
+    for source in fixtures.glob("panda-*.log"):
+        with (host.log_dir / source.name).open("ab") as handle:
+            handle.write(source.read_bytes())
+    record = print_record(host, capsys)
+    assert record["interval"]["first_run"] is False
+    assert record["fetching"]["queues"] and record["submission"]["queues"]
+    assert record["failed_calls"]["communicator"]["failed"] > 0
+    assert all(not section["read"].get("error") for section in
+               (record["fetching"], record["submission"], record["adjustment"]))
