@@ -200,7 +200,7 @@ def test_it_serves_as_python_dash_m(tmp_path: Path) -> None:
 
 
 def test_it_reports_the_harvester_database_in_a_valid_record(
-    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]
+    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
     from .test_harvester_db import NOW, USER, write_cfg
 
