@@ -23,14 +23,14 @@ import os
 import re
 import socket
 import ssl
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from clusterwatch.reporter import REPORTER_VERSION
 from clusterwatch.reporter.envfile import check_monitor_url, check_token
+from clusterwatch.reporter.state import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -435,33 +435,6 @@ def _utc(at: float) -> str:
 
 
 def _write_atomically(directory: str, name: str, data: bytes, durable: bool = True) -> None:
-    """Write through a temp file, fsync, rename: readers see the old file or the whole new
-    one, and a run killed mid-write leaves only a `.tmp-` file, which is never a record."""
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".part", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(tmp, os.path.join(directory, name))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        _fsync_directory(directory)
-
-
-def _fsync_directory(directory: str) -> None:
-    with _opened_directory(directory) as fd:
-        os.fsync(fd)
-
-
-@contextlib.contextmanager
-def _opened_directory(directory: str) -> Iterator[int]:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+    # Temp files carry _TEMP_PREFIX: never taken for a record, cleaned when stale.
+    write_atomically(os.path.join(directory, name), data, durable=durable,
+                     temp_prefix=_TEMP_PREFIX)

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional
 
 STATE_FILE = "state.json"
 LOCK_FILE = "lock"
@@ -63,22 +63,29 @@ def save(state_dir: str, state: Dict[str, Any]) -> None:
                      json.dumps(state, sort_keys=True).encode("utf-8"))
 
 
-def write_atomically(path: str, data: bytes) -> None:
+def write_atomically(path: str, data: bytes, durable: bool = True,
+                     temp_prefix: Optional[str] = None) -> None:
+    """Write through a temp file in the same directory, fsync, rename (then fsync the
+    directory): readers see the old file or the whole new one, and a run killed mid-write
+    leaves only a temp file. `temp_prefix` names temp files so a directory scan can skip
+    them (the delivery buffer does)."""
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
+    prefix = temp_prefix if temp_prefix is not None else "." + os.path.basename(path) + "."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    if durable:
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
