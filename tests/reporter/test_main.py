@@ -242,3 +242,12 @@ def test_it_fills_every_log_section_validly_from_the_fixture_logs(
     assert record["failed_calls"]["communicator"]["failed"] > 0
     assert all(not section["read"].get("error") for section in
                (record["fetching"], record["submission"], record["adjustment"]))
+
+
+def test_it_reports_a_state_dir_it_cannot_use_without_a_traceback(tmp_path: Path,
+                                                                   capsys) -> None:
+    host = Host(tmp_path)
+    host.state.write_text("a file where the state directory should be")
+    assert reporter_main.main(host.args()) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("harvester-reporter: ") and "Traceback" not in err

@@ -106,7 +106,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         json.dump(record, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return EXIT_OK
-    return _run_and_deliver(key, sources, state_dir, os.path.expanduser(args.env))
+    try:
+        return _run_and_deliver(key, sources, state_dir, os.path.expanduser(args.env))
+    except (state_module.StateError, OSError) as exc:
+        # Nothing was collected or nothing could be kept: say so; cron mails stderr.
+        sys.stderr.write("harvester-reporter: {}\n".format(exc))
+        return EXIT_BUFFERED
 
 
 def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> int:
