@@ -251,3 +251,43 @@ def test_it_reports_a_state_dir_it_cannot_use_without_a_traceback(tmp_path: Path
     assert reporter_main.main(host.args()) == 1
     err = capsys.readouterr().err
     assert err.startswith("harvester-reporter: ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("damage", [{"logs": "garbage"}, {"last_run": "yesterday"},
+                                    {"adjustment": [1, 2]}, {"logs": {"x": 5}},
+                                    {"reasons": None}])
+def test_it_survives_a_damaged_state_file(tmp_path: Path, damage: dict[str, Any],
+                                          capsys) -> None:
+    host = Host(tmp_path)
+    host.env.write_text("")
+    host.env.chmod(0o600)
+    assert reporter_main.main(host.args()) == 2
+    state_file = host.state / "state.json"
+    state = json.loads(state_file.read_text())
+    state.update(damage)
+    state_file.write_text(json.dumps(state))
+    assert reporter_main.main(host.args()) == 2  # a record, buffered; no traceback
+    assert "Traceback" not in capsys.readouterr().err
+    assert len(list((host.state / "buffer").glob("*.json"))) == 2
+    validate(print_record(host, capsys))
+
+
+def test_it_reads_lines_again_when_a_parser_fails(tmp_path: Path, monkeypatch, capsys) -> None:
+    from clusterwatch.reporter import harvester_log
+
+    host = Host(tmp_path)
+    host.env.write_text("")
+    host.env.chmod(0o600)
+    reporter_main.main(host.args())
+    host.append(FETCH_OK.format(t="2026-10-02 18:20:44"))
+    real = harvester_log.fetching_section
+
+    def broken(chunks):  # type: ignore[no-untyped-def]
+        raise RuntimeError("parser bug")
+
+    monkeypatch.setattr(harvester_log, "fetching_section", broken)
+    reporter_main.main(host.args())
+    monkeypatch.setattr(harvester_log, "fetching_section", real)
+    capsys.readouterr()
+    record = print_record(host, capsys)
+    assert record["fetching"]["queues"]["BNL_PanDA_1"]["attempts"] == 1

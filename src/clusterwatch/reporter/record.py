@@ -70,6 +70,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     from clusterwatch.reporter import harvester_log, host, tail
 
     started = time.monotonic()
+    previous = _usable_state(previous)
     first_run = "last_run" not in previous
     since = previous.get("last_run", now)
     logs_state = dict(previous.get("logs", {}))
@@ -80,11 +81,17 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         logs_state[name] = saved
         return chunks, info
 
+    def keep_unparsed(name: str, built: Dict[str, Any]) -> None:
+        # Lines a parser failed on are read again next run rather than silently skipped.
+        if "error" in built:
+            logs_state[name] = previous.get("logs", {}).get(name)
+
     def section(name: str, parse: Callable[[List[bytes]], Dict[str, Any]]) -> Dict[str, Any]:
         chunks, info = read(name)
-        built = _guarded(lambda: parse(chunks))
+        built = dict(_guarded(lambda: parse(chunks)))
+        keep_unparsed(name, built)
         built["read"] = info
-        return dict(built)
+        return built
 
     new_state = dict(previous)
     fetching = section(FETCHER_LOG, harvester_log.fetching_section)
@@ -95,11 +102,15 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
             adjuster_chunks, previous.get("adjustment", {}))
     except Exception as exc:
         adjustment = {"error": "{}: {}".format(type(exc).__name__, exc)}
+        keep_unparsed(ADJUSTER_LOG, adjustment)
     adjustment["read"] = adjuster_info
     failed_calls = {daemon: section(name, harvester_log.failed_calls_section)
                     for daemon, name in sorted(CALL_LOGS.items())}
-    harvester_db, new_state["reasons"] = _harvester_db(
-        sources, now, since, previous.get("reasons", {}))
+    try:
+        harvester_db, new_state["reasons"] = _harvester_db(
+            sources, now, since, previous.get("reasons", {}))
+    except Exception as exc:  # the record goes out without it, the cache stays
+        harvester_db = {"error": "{}: {}".format(type(exc).__name__, exc)}
 
     record = {
         "schema_version": SCHEMA_VERSION,
@@ -125,6 +136,27 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     return record, new_state
 
 
+# The state's parts and the types they must have; anything else is dropped, not trusted.
+STATE_TYPES = {"logs": dict, "adjustment": dict, "reasons": dict, "last_run": (int, float)}
+
+
+def _usable_state(previous: Any) -> Dict[str, Any]:
+    """The previous state with damaged parts dropped (a hand edit or a disk fault must not
+    stop every later run)."""
+    if not isinstance(previous, dict):
+        return {}
+    usable = {}  # type: Dict[str, Any]
+    for key, value in previous.items():
+        kind = STATE_TYPES.get(key)
+        if kind is None or (isinstance(value, kind) and not isinstance(value, bool)):
+            usable[key] = value
+    logs = usable.get("logs")
+    if isinstance(logs, dict):
+        usable["logs"] = {name: saved for name, saved in logs.items()
+                          if isinstance(saved, dict)}
+    return usable
+
+
 def _harvester_db(sources: Sources, now: float, since: float,
                   reasons_cache: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     from clusterwatch.reporter import condor_events, harvester_db
@@ -134,7 +166,10 @@ def _harvester_db(sources: Sources, now: float, since: float,
     candidates = section.pop("workers_not_finished_candidates", None)
     if not isinstance(candidates, list):
         # The database part failed: its error stands for the reasons too.
-        section["workers_not_finished"] = candidates or {"error": "no worker list"}
+        errors = [part["error"] for part in section.values()
+                  if isinstance(part, dict) and "error" in part]
+        section["workers_not_finished"] = candidates or {
+            "error": errors[0] if errors else "no worker list"}
         return section, reasons_cache
     try:
         queue_config = _read_queue_config(sources.queue_config)
