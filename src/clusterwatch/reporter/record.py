@@ -137,7 +137,9 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
 
 
 # The state's parts and the types they must have; anything else is dropped, not trusted.
-STATE_TYPES = {"logs": dict, "adjustment": dict, "reasons": dict, "last_run": (int, float)}
+STATE_TYPES = {
+    "logs": (dict,), "adjustment": (dict,), "reasons": (dict,), "last_run": (int, float),
+}  # type: Dict[str, Tuple[type, ...]]
 
 
 def _usable_state(previous: Any) -> Dict[str, Any]:
