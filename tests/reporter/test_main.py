@@ -291,3 +291,29 @@ def test_it_reads_lines_again_when_a_parser_fails(tmp_path: Path, monkeypatch, c
     capsys.readouterr()
     record = print_record(host, capsys)
     assert record["fetching"]["queues"]["BNL_PanDA_1"]["attempts"] == 1
+
+
+def test_it_takes_the_record_back_when_it_cannot_save_its_positions(
+    tmp_path: Path, monkeypatch, capsys  # type: ignore[no-untyped-def]
+) -> None:
+    from clusterwatch.reporter import state as state_module
+
+    host = Host(tmp_path)
+    host.env.write_text("")
+    host.env.chmod(0o600)
+    reporter_main.main(host.args())
+    host.append(FETCH_OK.format(t="2026-10-02 18:20:44"))
+    real_save = state_module.save
+
+    def disk_full(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(state_module, "save", disk_full)
+    assert reporter_main.main(host.args()) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert len(list((host.state / "buffer").glob("*.json"))) == 1  # only the first run's
+    monkeypatch.setattr(state_module, "save", real_save)
+    assert reporter_main.main(host.args()) == 2
+    records = [json.loads(p.read_text()) for p in sorted((host.state / "buffer").glob("*.json"))]
+    assert [r["fetching"]["queues"].get("BNL_PanDA_1", {}).get("attempts") for r in records] == [
+        None, 1]

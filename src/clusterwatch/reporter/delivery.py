@@ -128,6 +128,14 @@ class Buffer:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self.dir, name))
 
+    def withdraw(self, name: str, record: Mapping[str, Any]) -> None:
+        """Undo `add` (its run could not save its log positions): the record's file goes and
+        the counts it carried wait for the next record again."""
+        counts = self.counts()
+        _move(_carried_counts(record), counts, +1)
+        self._save_counts(counts)
+        self.remove(name)
+
     def set_aside(self, name: str, reason: str, detail: str = "",
                   record: Optional[Mapping[str, Any]] = None) -> None:
         """Move a permanently rejected record to `set_aside/`, counted under `reason`."""

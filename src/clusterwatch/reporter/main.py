@@ -123,10 +123,15 @@ def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> i
         buffer = delivery.Buffer(state_dir)
         record, new_state = record_module.collect(key, sources, previous, time.time(),
                                                   buffer=buffer)
-        buffer.add(record)
-        # The record is buffered and the positions saved together: a crash after this
-        # point re-sends, never loses, what this run read.
-        state_module.save(state_dir, new_state)
+        name = buffer.add(record)
+        # The record is buffered, then the positions saved: a crash in between re-reads
+        # those lines next run (counted twice, never lost). A save that fails takes the
+        # record back, so that the next run reports those lines once.
+        try:
+            state_module.save(state_dir, new_state)
+        except OSError:
+            buffer.withdraw(name, record)
+            raise
         try:
             settings = envfile.load_env(env_path)
         except envfile.ConfigError as exc:
