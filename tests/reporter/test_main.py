@@ -73,6 +73,11 @@ class Host:
         self.env.write_text("\n".join(lines) + "\n")
         self.env.chmod(0o600)
 
+    def without_monitor(self) -> None:
+        """A valid env file naming no monitor: runs buffer their records and exit 2."""
+        self.env.write_text("")
+        self.env.chmod(0o600)
+
     def args(self, *extra: str) -> list[str]:
         return ["--report-as", "testhost", "--state", str(self.state), "--env", str(self.env),
                 "--log-dir", str(self.log_dir), "--harvester-cfg", str(self.root / "no.cfg"),
@@ -228,8 +233,7 @@ def test_it_fills_every_log_section_validly_from_the_fixture_logs(
     tmp_path: Path, generation: str, capsys
 ) -> None:
     host = Host(tmp_path)
-    host.env.write_text("")
-    host.env.chmod(0o600)
+    host.without_monitor()
     assert reporter_main.main(host.args()) == 2  # first run: positions at the (empty) ends
     capsys.readouterr()
     fixtures = Path(__file__).parent / "fixtures" / "logs" / generation
@@ -259,8 +263,7 @@ def test_it_reports_a_state_dir_it_cannot_use_without_a_traceback(tmp_path: Path
 def test_it_survives_a_damaged_state_file(tmp_path: Path, damage: dict[str, Any],
                                           capsys) -> None:
     host = Host(tmp_path)
-    host.env.write_text("")
-    host.env.chmod(0o600)
+    host.without_monitor()
     assert reporter_main.main(host.args()) == 2
     state_file = host.state / "state.json"
     state = json.loads(state_file.read_text())
@@ -276,8 +279,7 @@ def test_it_reads_lines_again_when_a_parser_fails(tmp_path: Path, monkeypatch, c
     from clusterwatch.reporter import harvester_log
 
     host = Host(tmp_path)
-    host.env.write_text("")
-    host.env.chmod(0o600)
+    host.without_monitor()
     reporter_main.main(host.args())
     host.append(FETCH_OK.format(t="2026-10-02 18:20:44"))
     real = harvester_log.fetching_section
@@ -299,8 +301,7 @@ def test_it_takes_the_record_back_when_it_cannot_save_its_positions(
     from clusterwatch.reporter import state as state_module
 
     host = Host(tmp_path)
-    host.env.write_text("")
-    host.env.chmod(0o600)
+    host.without_monitor()
     reporter_main.main(host.args())
     host.append(FETCH_OK.format(t="2026-10-02 18:20:44"))
     real_save = state_module.save

@@ -12,3 +12,10 @@ volumes), `record` (assembly, schema), `delivery` (HTTPS post, local buffer), `e
 
 REPORTER_VERSION = "1.0.0"
 SCHEMA_VERSION = 1
+
+
+def utc_text(seconds: float) -> str:
+    """Epoch seconds as the record writes every time: UTC, `YYYY-MM-DDTHH:MM:SSZ`."""
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

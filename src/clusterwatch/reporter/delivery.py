@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from clusterwatch.reporter import REPORTER_VERSION
+from clusterwatch.reporter import REPORTER_VERSION, utc_text
 from clusterwatch.reporter.envfile import check_monitor_url, check_token
 from clusterwatch.reporter.state import write_atomically
 
@@ -157,7 +157,7 @@ class Buffer:
         """Remember the pass's last failure for the next record (cleared by a clean pass)."""
         counts = self.counts()
         counts["last_error"] = error
-        counts["last_error_at"] = _utc(at) if error is not None else None
+        counts["last_error_at"] = utc_text(at) if error is not None else None
         self._save_counts(counts)
 
     # -- internals --------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def build_section(buffer: Buffer) -> Dict[str, Any]:
     counts = buffer.counts()
     return {
         "backlog": len(names),
-        "oldest_at": _utc(int(names[0][:20]) / 1e9) if names else None,
+        "oldest_at": utc_text(int(names[0][:20]) / 1e9) if names else None,
         "dropped": counts["dropped"],
         "set_aside": counts["set_aside"],
         "reasons": dict(counts["reasons"]),
@@ -436,10 +436,6 @@ def _load_quietly(path: str) -> Optional[Dict[str, Any]]:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _utc(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 def _write_atomically(directory: str, name: str, data: bytes, durable: bool = True) -> None:

@@ -100,10 +100,6 @@ def collect(
     return section
 
 
-def utc_text(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
 def _sql_time(seconds: float) -> str:
     return time.strftime("'%Y-%m-%d %H:%M:%S'", time.gmtime(seconds))
 

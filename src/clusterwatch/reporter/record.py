@@ -10,7 +10,7 @@ import socket
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION
+from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION, utc_text
 
 # Log file names, relative to the log directory, per record section.
 FETCHER_LOG = "panda-job_fetcher.log"
@@ -34,10 +34,6 @@ class Sources(object):
         self.mysql = mysql
         self.proc_root = proc_root
         self.environ = dict(environ or {})
-
-
-def utc(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def schema_path() -> str:
@@ -116,9 +112,9 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "schema_version": SCHEMA_VERSION,
         "host": key,
         "hostname": socket.getfqdn(),
-        "collected_at": utc(now),
+        "collected_at": utc_text(now),
         "reporter_version": REPORTER_VERSION,
-        "interval": {"since": utc(since), "seconds": round(now - since),
+        "interval": {"since": utc_text(since), "seconds": round(now - since),
                      "first_run": first_run},
         "fetching": fetching,
         "submission": submission,
