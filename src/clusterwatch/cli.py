@@ -31,6 +31,7 @@ PARTS = {
     "watch": ("clusterwatch.watch.cli", "pool watch: HTCondor execute nodes and GPU VRAM files"),
     "textfile": ("clusterwatch.textfile.cli", "writers for node_exporter's textfile collector"),
     "reporter": ("clusterwatch.reporter.cli", "harvester host reporter: build the zipapp, run"),
+    "monitor": ("clusterwatch.monitor.cli", "the central web app: Django management commands"),
 }
 
 Handler = Callable[[argparse.Namespace], int]

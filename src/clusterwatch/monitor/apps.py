@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class MonitorConfig(AppConfig):
+    name = "clusterwatch.monitor"
+    label = "monitor"
+    verbose_name = "clusterwatch monitor"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from clusterwatch.monitor import sqlite_tuning
+
+        sqlite_tuning.connect()

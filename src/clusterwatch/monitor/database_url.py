@@ -1,0 +1,71 @@
+"""`CLUSTERWATCH_DATABASE_URL` to Django's DATABASES entry.
+
+Two forms: `sqlite:///absolute/path.sqlite3` and
+`postgresql://user@host:port/name?sslmode=require` (also `postgres://`). The password may be
+in the URL, but better in a mode-600 file named by `CLUSTERWATCH_DATABASE_PASSWORD_FILE`, so
+it is not in the environment of every process. Error messages never repeat the password.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+
+class DatabaseUrlError(ValueError):
+    pass
+
+
+def parse(url: str, password_file: Optional[str] = None) -> dict[str, Any]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "sqlite":
+        path = unquote(parts.path)
+        if parts.netloc or not path.startswith("/"):
+            raise DatabaseUrlError(
+                "CLUSTERWATCH_DATABASE_URL: a SQLite URL is sqlite:///absolute/path.sqlite3")
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path,
+                "OPTIONS": {"timeout": 20}}
+    if scheme in ("postgres", "postgresql"):
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise DatabaseUrlError(
+                "CLUSTERWATCH_DATABASE_URL: a PostgreSQL URL names the database: "
+                "postgresql://user@host:5432/clusterwatch")
+        try:
+            port = parts.port
+        except ValueError:
+            raise DatabaseUrlError("CLUSTERWATCH_DATABASE_URL: the port is not a number") from None
+        password = unquote(parts.password) if parts.password else ""
+        if password_file:
+            password = read_password_file(password_file)
+        options = dict(parse_qsl(parts.query))
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": password,
+            "HOST": unquote(parts.hostname or ""),  # empty: the local Unix socket
+            "PORT": str(port or ""),
+            "OPTIONS": options,
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    raise DatabaseUrlError(
+        f"CLUSTERWATCH_DATABASE_URL: unsupported scheme {scheme!r} (use sqlite or postgresql)")
+
+
+def read_password_file(path: str) -> str:
+    try:
+        mode = os.stat(path).st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise DatabaseUrlError(
+                f"CLUSTERWATCH_DATABASE_PASSWORD_FILE {path} is readable by others "
+                f"(mode {stat.S_IMODE(mode):o}); chmod 600 it")
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise DatabaseUrlError(
+            f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: cannot read {path}: {exc.strerror}") from None

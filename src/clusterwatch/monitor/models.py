@@ -1,0 +1,100 @@
+"""What the monitor stores.
+
+Ingest: tokens bound to keys, every posted record (`HostReport`), and three small indexes kept
+up to date at ingest so pages never scan old records: the latest record per key (by
+`collected_at`, not by arrival), the queues that latest record mentions, and the
+worker-to-PandaID pushes seen.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class HostToken(models.Model):
+    """A reporter's credential. Only a lookup prefix and a SHA-256 digest are stored."""
+
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"token {self.prefix}…"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class HostTokenKey(models.Model):
+    """One key (report name, usually a short host name) a token may write."""
+
+    token = models.ForeignKey(HostToken, on_delete=models.CASCADE, related_name="keys")
+    key = models.CharField(max_length=128, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["token", "key"], name="token_key_once")]
+
+    def __str__(self) -> str:
+        return str(self.key)
+
+
+class HostReport(models.Model):
+    """One record as posted; kept whole until retention removes it."""
+
+    key = models.CharField(max_length=128)
+    collected_at = models.DateTimeField()
+    received_at = models.DateTimeField(default=timezone.now)
+    size_bytes = models.PositiveIntegerField()
+    record = models.JSONField()
+    token = models.ForeignKey(HostToken, on_delete=models.SET_NULL, null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["key", "-collected_at"], name="report_key_collected"),
+            models.Index(fields=["received_at"], name="report_received"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} @ {self.collected_at:%Y-%m-%d %H:%M:%SZ}"
+
+
+class LatestReport(models.Model):
+    """The newest record of a key by `collected_at`; a late backlog record never replaces it."""
+
+    key = models.CharField(max_length=128, primary_key=True)
+    report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
+    collected_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return str(self.key)
+
+
+class LatestQueue(models.Model):
+    """A PanDA queue named in the latest record of a key (replaced with that record)."""
+
+    key = models.CharField(max_length=128)
+    queue = models.CharField(max_length=200, db_index=True)
+    report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "queue"], name="latest_queue_once")]
+
+
+class JobPush(models.Model):
+    """A worker a harvester submitted for a PanDA job (push mode), from `recent_pushes`."""
+
+    pandaid = models.BigIntegerField(db_index=True)
+    workerid = models.BigIntegerField()
+    queue = models.CharField(max_length=200)
+    key = models.CharField(max_length=128)
+    at = models.DateTimeField()
+    report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key", "pandaid", "workerid"], name="push_once"),
+        ]

@@ -1,0 +1,174 @@
+"""Django settings, from the environment (see docs/monitor.md for the full list).
+
+CLUSTERWATCH_DATA_DIR          where the SQLite database and the generated secret key live
+                               (default ~/.local/share/clusterwatch)
+CLUSTERWATCH_DATABASE_URL      sqlite:///path or postgresql://user@host:port/name
+CLUSTERWATCH_DATABASE_PASSWORD_FILE  PostgreSQL password, mode 600
+CLUSTERWATCH_SECRET_KEY        Django's secret key; when unset, one is generated once into
+                               DATA_DIR/secret_key (mode 600)
+CLUSTERWATCH_DEBUG             1/true for Django's debug pages (never in production)
+CLUSTERWATCH_ALLOWED_HOSTS     comma-separated host names served (default: loopback names)
+CLUSTERWATCH_MAX_RECORD_BYTES  largest accepted record body (default 1 MiB)
+CLUSTERWATCH_RETENTION_DAYS    how long records are kept (default 30)
+CLUSTERWATCH_REPORT_INTERVAL_S the reporters' cron interval; a key is stale after three
+                               (default 300)
+CLUSTERWATCH_ALARMS_CONFIG     TOML file with the alarm channels (default DATA_DIR/alarms.toml)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from clusterwatch.monitor import database_url
+
+
+def _flag(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"{name} must be positive, not {number}")
+    return number
+
+
+def _secret_key(data_dir: Path) -> str:
+    key = os.environ.get("CLUSTERWATCH_SECRET_KEY", "").strip()
+    if key:
+        return key
+    path = data_dir / "secret_key"
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fresh = secrets.token_urlsafe(50)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another worker made it first
+        return path.read_text(encoding="utf-8").strip()
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(fresh + "\n")
+    return fresh
+
+
+BASE_DIR = Path(__file__).resolve().parent
+DATA_DIR = Path(
+    os.environ.get("CLUSTERWATCH_DATA_DIR") or Path.home() / ".local" / "share" / "clusterwatch"
+).expanduser()
+
+DEBUG = _flag("CLUSTERWATCH_DEBUG")
+SECRET_KEY = _secret_key(DATA_DIR)
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in os.environ.get("CLUSTERWATCH_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+    if host.strip()
+]
+
+DATABASES = {
+    "default": database_url.parse(
+        os.environ.get("CLUSTERWATCH_DATABASE_URL")
+        or f"sqlite:///{DATA_DIR / 'monitor.sqlite3'}",
+        os.environ.get("CLUSTERWATCH_DATABASE_PASSWORD_FILE") or None,
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+
+# What the monitor itself reads from the environment.
+MAX_RECORD_BYTES = _int("CLUSTERWATCH_MAX_RECORD_BYTES", 1024 * 1024)
+RETENTION_DAYS = _int("CLUSTERWATCH_RETENTION_DAYS", 30)
+REPORT_INTERVAL_S = _int("CLUSTERWATCH_REPORT_INTERVAL_S", 300)
+ALARMS_CONFIG = Path(os.environ.get("CLUSTERWATCH_ALARMS_CONFIG") or DATA_DIR / "alarms.toml")
+
+# Django's own body limit trips before the view sees the body; keep it just above ours so
+# that every oversize body ends in the same 413 (see ingest's middleware).
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_RECORD_BYTES + 1
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "clusterwatch.monitor.apps.MonitorConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "clusterwatch.monitor.urls"
+WSGI_APPLICATION = "clusterwatch.monitor.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/hosts/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto.
+if _flag("CLUSTERWATCH_BEHIND_TLS_PROXY"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    # Request bodies and headers are never logged: they carry host tokens.
+    "loggers": {"django.request": {"handlers": ["stderr"], "level": "ERROR",
+                                   "propagate": False}},
+}

@@ -1,0 +1,10 @@
+"""WSGI entry point for gunicorn: `gunicorn clusterwatch.monitor.wsgi`."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clusterwatch.monitor.settings")
+application = get_wsgi_application()
