@@ -31,6 +31,8 @@ PARTS = {
     "watch": ("clusterwatch.watch.cli", "pool watch: HTCondor execute nodes and GPU VRAM files"),
     "textfile": ("clusterwatch.textfile.cli", "writers for node_exporter's textfile collector"),
     "reporter": ("clusterwatch.reporter.cli", "harvester host reporter: build the zipapp, run"),
+    "jobs": ("clusterwatch.jobs.cli",
+             "per-job exporter: metrics from cgroups and /proc for Prometheus"),
     "monitor": ("clusterwatch.monitor.cli", "the central web app: Django management commands"),
 }
 

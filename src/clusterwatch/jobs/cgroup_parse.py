@@ -1,0 +1,87 @@
+"""Pure parsers for the contents of cgroup files (v1 and v2). Malformed text raises ValueError."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+# cgroup v1 writes "no limit" as PAGE_COUNTER_MAX pages (9223372036854771712 with 4 KiB
+# pages); v2 writes "max". No real limit comes near 2**62 bytes.
+_UNLIMITED_FROM = 2**62
+
+
+def parse_cpulist(text: str) -> tuple[int, ...]:
+    """`0-1,3,5,10-13` -> (0, 1, 3, 5, 10, 11, 12, 13); an empty list -> ()."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        first, dash, last = part.partition("-")
+        low = int(first)
+        high = int(last) if dash else low
+        if low < 0 or high < low:
+            raise ValueError(f"bad CPU range {part!r}")
+        cpus.update(range(low, high + 1))
+    return tuple(sorted(cpus))
+
+
+def parse_flat_keyed(text: str) -> dict[str, int]:
+    """`key value` lines (memory.stat, cpu.stat, cpuacct.stat, memory.events) -> a dict."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, _, value = line.partition(" ")
+        values[key] = int(value)
+    return values
+
+
+def parse_int(text: str) -> int:
+    """A single non-negative integer (cpuacct.usage, memory.current, memory.failcnt...)."""
+    value = int(text.strip())
+    if value < 0:
+        raise ValueError(f"negative value {value}")
+    return value
+
+
+def parse_limit(text: str) -> Optional[int]:
+    """A memory limit in bytes; `None` for unlimited (`max`, or v1's page-counter maximum)."""
+    stripped = text.strip()
+    if stripped == "max":
+        return None
+    value = parse_int(stripped)
+    return None if value >= _UNLIMITED_FROM else value
+
+
+def parse_percpu(text: str) -> tuple[int, ...]:
+    """cpuacct.usage_percpu: nanoseconds per CPU, indexed by host CPU number."""
+    return tuple(int(field) for field in text.split())
+
+
+def parse_procs(text: str) -> list[int]:
+    """cgroup.procs: one PID per line."""
+    return [int(line) for line in text.split()]
+
+
+def parse_device_minors(text: str, major: int) -> tuple[int, ...]:
+    """devices.list (v1): minors of the character devices of `major` the cgroup may use.
+
+    `c 195:0 rwm` -> 0. A wildcard (`a *:* rwm`, `c 195:* rwm`) allows every device, which
+    says nothing about assignment, so it yields ().
+    """
+    minors: list[int] = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        if fields[0] == "a":
+            return ()
+        if fields[0] != "c":
+            continue
+        dev_major, _, dev_minor = fields[1].partition(":")
+        if dev_major != str(major):
+            continue
+        if dev_minor == "*":
+            return ()
+        minors.append(int(dev_minor))
+    return tuple(minors)

@@ -1,0 +1,55 @@
+"""Per-job counters over processes that come and go: I/O totals and processes seen.
+
+/proc/<pid>/io disappears with its process, so a sum over live processes drops when one
+exits. Each job keeps the last reading of every live process, keyed by (PID, start time) so
+a reused PID is a new process, and adds a process's last reading to the job's departed
+total when it is gone. The result is clamped to the previous total: a counter never goes
+backwards, whatever a racing read returned. I/O between the last scrape and a process's
+exit, and processes that live less than one scrape interval, are not seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Optional
+
+from clusterwatch.jobs.procfs import IoCounters
+
+ProcessKey = tuple[int, int]  # (pid, starttime)
+
+
+class JobCounters:
+    def __init__(self) -> None:
+        self._live: dict[ProcessKey, Optional[IoCounters]] = {}
+        self._departed = IoCounters()
+        self._total = IoCounters()
+        self.spawned = 0
+        # False while every process seen so far had an unreadable io file: a total of 0
+        # would then be a lie, so the I/O series are left out.
+        self.io_known = True
+        self._any_io = False
+
+    def update(self, readings: Iterable[tuple[ProcessKey, Optional[IoCounters]]]) -> IoCounters:
+        """Take this scrape's live processes and their io (None: unreadable); return totals."""
+        live: dict[ProcessKey, Optional[IoCounters]] = {}
+        for key, io in readings:
+            previous = self._live.get(key)
+            if key not in self._live:
+                self.spawned += 1
+            if io is None:
+                io = previous  # unreadable this time: keep the last reading
+            elif previous is not None:
+                io = io.at_least(previous)
+            live[key] = io
+        for key, io in self._live.items():
+            if key not in live and io is not None:
+                self._departed = self._departed.plus(io)
+        self._live = live
+        total = self._departed
+        for io in live.values():
+            if io is not None:
+                total = total.plus(io)
+                self._any_io = True
+        self._total = total.at_least(self._total)
+        self.io_known = self._any_io or self.spawned == 0
+        return self._total

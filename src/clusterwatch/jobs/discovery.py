@@ -1,0 +1,104 @@
+"""Which jobs run on this node, found from cgroup directories, never from PIDs.
+
+Starting from directories keeps a job that holds CPUs or GPUs with no running process
+visible. Each scheduler layout is one module with a `JobSource`; supporting another
+scheduler or layout is one new module added to `SOURCES`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+log = logging.getLogger(__name__)
+
+SCHEDULERS = ("auto", "slurm", "htcondor")
+
+# Slurm 26.05 names job directories by the job's SLUID unless CgroupJobIdPaths=yes: "s"
+# and 13 Crockford base32 characters (e.g. s8FXKTA79XAR00).
+SLURM_JOB_DIR = re.compile(r"job_(?P<jobid>[0-9]+)|(?P<sluid>s[0-9A-Z]{13})")
+
+
+@dataclass(frozen=True)
+class JobCgroup:
+    """One job's cgroup directories, as found on disk.
+
+    `key` is the job directory relative to its hierarchy (unique on the node); `jobid` and
+    `uid` are set when the path carries them, else they come from the job's processes.
+    A directory is None when that controller is not mounted or not used for the job.
+    """
+
+    scheduler: str
+    key: str
+    name: str
+    inode: int
+    cgroup_version: int
+    jobid: Optional[str] = None
+    uid: Optional[int] = None
+    cpu_dir: Optional[str] = None
+    memory_dir: Optional[str] = None
+    cpuset_dir: Optional[str] = None
+    devices_dir: Optional[str] = None
+    procs_dir: Optional[str] = None
+    # Child cgroups holding the scheduler's own daemons, not the job's processes
+    # (Slurm v2: step_N/slurm holds slurmstepd). Their usage stays in the cgroup totals.
+    daemon_dirs: tuple[str, ...] = ()
+    # Whether the directories right below are the scheduler's steps (Slurm: step_*).
+    has_steps: bool = False
+
+
+class JobSource(Protocol):
+    """One cgroup layout of one scheduler."""
+
+    scheduler: str
+
+    def discover(self, cgroup_root: str) -> list[JobCgroup]:
+        """The jobs of this layout under `cgroup_root`; [] when the layout is absent."""
+        ...
+
+
+def sources_for(scheduler: str) -> tuple[JobSource, ...]:
+    """The sources `--scheduler` selects; `auto` tries every layout (absent ones cost a stat)."""
+    from clusterwatch.jobs import htcondor, slurm_v1, slurm_v2
+
+    every: tuple[JobSource, ...] = (
+        slurm_v1.SlurmV1(), slurm_v2.SlurmV2(), htcondor.HTCondorV1(), htcondor.HTCondorV2(),
+    )
+    if scheduler == "auto":
+        return every
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"unknown scheduler {scheduler!r}; expected one of {SCHEDULERS}")
+    return tuple(source for source in every if source.scheduler == scheduler)
+
+
+def discover(cgroup_root: str, sources: Sequence[JobSource]) -> list[JobCgroup]:
+    """Every job of every source; a source that fails is logged and skipped."""
+    jobs: list[JobCgroup] = []
+    for source in sources:
+        try:
+            jobs.extend(source.discover(cgroup_root))
+        except OSError as exc:
+            log.warning("%s: cannot list job cgroups under %s: %s",
+                        type(source).__name__, cgroup_root, exc)
+    return jobs
+
+
+def subdirectories(path: str) -> Iterator[os.DirEntry[str]]:
+    """The directories directly in `path` (none when it is missing or vanishes)."""
+    try:
+        with os.scandir(path) as entries:
+            found = [entry for entry in entries if _is_dir(entry)]
+    except (FileNotFoundError, NotADirectoryError):
+        return iter(())
+    return iter(found)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

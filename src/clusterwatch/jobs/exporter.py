@@ -1,0 +1,96 @@
+"""`JobsCollector`: a prometheus_client collector computing per-job metrics at scrape time.
+
+Register it in its own CollectorRegistry. It keeps state between collections (I/O totals of
+departed processes, processes seen, job identities), so reuse one instance for every scrape.
+Every series carries `jobid` and `user`; other metadata goes to `jobs_info`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Union
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from clusterwatch.jobs import discovery, gpus
+from clusterwatch.jobs.file_reader import DUPLICATE_JOB, ErrorCounts, FileReader, Opener, read_file
+from clusterwatch.jobs.metric_families import job_families
+from clusterwatch.jobs.sampler import JobSample, JobSampler
+from clusterwatch.jobs.scratch import ScratchPaths
+
+log = logging.getLogger(__name__)
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+class JobsCollector(Collector):
+    def __init__(
+        self,
+        cgroup_root: StrPath = "/sys/fs/cgroup",
+        proc_root: StrPath = "/proc",
+        scratch_paths: Iterable[str] = (),
+        scheduler: str = "auto",
+        *,
+        nvml: gpus.NvmlOption = gpus.AUTO,
+        opener: Opener = read_file,
+    ) -> None:
+        self.errors = ErrorCounts()
+        files = FileReader(self.errors, opener)
+        self._sampler = JobSampler(
+            cgroup_root=os.fspath(cgroup_root),
+            proc_root=os.fspath(proc_root).rstrip("/") or "/",
+            scratch=ScratchPaths(scratch_paths),
+            sources=discovery.sources_for(scheduler),
+            files=files,
+            gpu_inventory=gpus.GpuInventory(os.fspath(proc_root), files, nvml),
+        )
+        self._lock = threading.Lock()  # concurrent scrapes must not interleave state updates
+
+    def collect(self) -> Iterator[Metric]:
+        samples, own = self.collect_samples()
+        yield from job_families(samples)
+        yield from own
+
+    def collect_samples(self) -> tuple[list[JobSample], list[Metric]]:
+        """One collection: the jobs' samples (one per job ID) and the exporter's own families."""
+        with self._lock:
+            started = time.monotonic()
+            samples = self._unique(self._sampler.sample())
+            duration = time.monotonic() - started
+            return samples, self._own_families(len(samples), duration)
+
+    def _unique(self, samples: Sequence[JobSample]) -> list[JobSample]:
+        # Two cgroups with one job ID (a job on two slurmd of one host) would make duplicate
+        # series, which Prometheus rejects for the whole scrape: keep the first.
+        seen: set[str] = set()
+        unique = []
+        for sample in samples:
+            if sample.jobid in seen:
+                self.errors.add(DUPLICATE_JOB)
+                log.warning("job %s found twice (also in %s); only the first is reported",
+                            sample.jobid, sample.job.key)
+                continue
+            seen.add(sample.jobid)
+            unique.append(sample)
+        return unique
+
+    def _own_families(self, jobs: int, duration: float) -> list[Metric]:
+        duration_family = GaugeMetricFamily(
+            "jobs_exporter_collect_duration_seconds",
+            "Time this collection took to read every job's cgroups and processes.",
+            value=duration)
+        jobs_family = GaugeMetricFamily(
+            "jobs_exporter_jobs", "Jobs found on this node in this collection.", value=jobs)
+        errors_family = CounterMetricFamily(
+            "jobs_exporter_errors", "Failed reads since the exporter started, by kind "
+            "(process_vanished, permission_denied, unreadable, malformed, job_failed, gpu, "
+            "duplicate_job); none of them fails a collection.", labels=["kind"])
+        for kind, count in sorted(self.errors.snapshot().items()):
+            errors_family.add_metric([kind], count)
+        return [duration_family, jobs_family, errors_family]
+

@@ -1,0 +1,137 @@
+"""One collection: discover the jobs, read each one, keep the state counters need.
+
+Each job is read on its own; an unexpected error in one job is logged, counted
+(`job_failed`) and the other jobs are still reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from clusterwatch.jobs import cgroup_parse, discovery, gpus, job_identity
+from clusterwatch.jobs.cgroup_stats import CgroupStats, read_stats
+from clusterwatch.jobs.counters import JobCounters
+from clusterwatch.jobs.discovery import JobCgroup
+from clusterwatch.jobs.file_reader import JOB_FAILED, FileReader
+from clusterwatch.jobs.identities import Identities
+from clusterwatch.jobs.procfs import IoCounters, ProcReader, job_pids
+from clusterwatch.jobs.scratch import ScratchPaths
+from clusterwatch.jobs.user_names import UserNames
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    name: str  # as the scheduler assigned it: host GPU number or UUID
+    uuid: str  # "" when it cannot be resolved
+    usage: Optional[gpus.GpuUsage]
+
+
+@dataclass
+class JobSample:
+    jobid: str
+    user: str
+    uid: Optional[int]
+    job: JobCgroup
+    metadata: job_identity.JobMetadata
+    cgroup: CgroupStats
+    steps: Optional[int] = None
+    processes: int = 0
+    threads: int = 0
+    max_process_threads: int = 0
+    open_files: int = 0
+    process_rss_bytes: int = 0
+    spawned: int = 0
+    io: Optional[IoCounters] = None
+    uses_scratch: Optional[bool] = None
+    gpus: list[GpuSample] = field(default_factory=list)
+
+
+class JobSampler:
+    def __init__(self, cgroup_root: str, proc_root: str, scratch: ScratchPaths,
+                 sources: tuple[discovery.JobSource, ...], files: FileReader,
+                 gpu_inventory: gpus.GpuInventory) -> None:
+        self.cgroup_root = cgroup_root
+        self.scratch = scratch
+        self.sources = sources
+        self.files = files
+        self.procs = ProcReader(proc_root, files)
+        self.gpu_inventory = gpu_inventory
+        self.users = UserNames()
+        self._gpus_refreshed = False
+        self.identities = Identities(self.procs)
+        self._counters: dict[tuple[str, str], JobCounters] = {}
+
+    def sample(self) -> list[JobSample]:
+        jobs = discovery.discover(self.cgroup_root, self.sources)
+        self._gpus_refreshed = False
+        samples: list[JobSample] = []
+        for job in jobs:
+            try:
+                samples.append(self._sample_job(job))
+            except Exception:
+                self.files.errors.add(JOB_FAILED)
+                log.exception("reading job cgroup %s failed; other jobs are still reported",
+                              job.key)
+        self.identities.keep_only({(job.key, job.inode) for job in jobs})
+        reported = {(s.job.key, s.jobid) for s in samples}
+        self._counters = {k: v for k, v in self._counters.items() if k in reported}
+        return samples
+
+    def _sample_job(self, job: JobCgroup) -> JobSample:
+        pids, steps = job_pids(job, self.files)
+        metadata, uid = self.identities.resolve(job, pids)
+        jobid = job.jobid or metadata.jobid or job.name
+        sample = JobSample(
+            jobid=jobid, user=self.users.name(uid), uid=uid, job=job, metadata=metadata,
+            cgroup=read_stats(job, self.files), steps=steps if job.has_steps else None,
+        )
+        readings = []
+        for pid in pids:
+            process = self.procs.sample(pid)
+            if process is None:
+                continue
+            sample.processes += 1
+            sample.threads += process.threads
+            sample.max_process_threads = max(sample.max_process_threads, process.threads)
+            sample.open_files += process.open_files or 0
+            sample.process_rss_bytes += process.rss_bytes
+            readings.append(((process.pid, process.starttime), process.io))
+        counters = self._counters.setdefault((job.key, jobid), JobCounters())
+        io = counters.update(readings)
+        sample.spawned = counters.spawned
+        sample.io = io if counters.io_known else None
+        if self.scratch:
+            sample.uses_scratch = any(self.procs.uses_scratch(pid, self.scratch)
+                                      for (pid, _), _ in readings)
+        sample.gpus = self._gpus(job, metadata)
+        return sample
+
+    def _gpus(self, job: JobCgroup, metadata: job_identity.JobMetadata) -> list[GpuSample]:
+        """The job's GPUs: what its devices cgroup lets it open (v1 with ConstrainDevices:
+        the kernel's word, and known without any process), else its environment's."""
+        names = self._device_cgroup_gpus(job.devices_dir) or metadata.gpus
+        if names and not self._gpus_refreshed:
+            self.gpu_inventory.refresh()
+            self._gpus_refreshed = True
+        samples = []
+        for name in names:
+            uuid = self.gpu_inventory.resolve(name)
+            samples.append(GpuSample(name, uuid, self.gpu_inventory.usage(uuid) if uuid else None))
+        return samples
+
+    def _device_cgroup_gpus(self, devices_dir: Optional[str]) -> tuple[str, ...]:
+        if devices_dir is None:
+            return ()
+        path = os.path.join(devices_dir, "devices.list")
+        try:
+            minors = cgroup_parse.parse_device_minors(self.files.cgroup_text(path) or "",
+                                                      gpus.NVIDIA_MAJOR)
+        except ValueError as exc:
+            self.files.malformed(path, exc)
+            return ()
+        return gpus.device_minors(minors)
