@@ -1,0 +1,145 @@
+"""The Slurm test harness: its configuration, its checks, and (as root) its clean stop."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterwatch.testing import slurm
+from clusterwatch.testing.services import MissingComponent, ServiceStartError
+from clusterwatch.testing.slurm import ClusterSettings, SlurmCluster, SlurmUnavailable
+
+HYBRID_MOUNTS = """\
+tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
+cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0
+cgroup /sys/fs/cgroup/cpuset cgroup rw,relatime,cpuset 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup /sys/fs/cgroup/freezer cgroup rw,relatime,freezer 0 0
+cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+cgroup /elsewhere/pids cgroup rw,relatime,pids 0 0
+"""
+
+
+def settings(tmp_path: Path) -> ClusterSettings:
+    return ClusterSettings(
+        workdir=tmp_path, cluster_name="cwtest", node_name="cwn1", partition="cw",
+        cgroup_root=Path("/sys/fs/cgroup"), ctld_port=40001, slurmd_port=40002,
+        hardware="CPUs=2 RealMemory=1000", first_job_id=100_100, jobs_per_core=4)
+
+
+def conf_lines(text: str) -> dict[str, str]:
+    """`Key=value` of each line that is not a comment, continuation lines joined."""
+    joined = text.replace("\\\n", "")
+    return {line.split("=", 1)[0]: line.split("=", 1)[1]
+            for line in joined.splitlines() if line and not line.startswith("#")}
+
+
+def test_the_slurm_conf_has_the_plugins_the_issue_asks_for(tmp_path: Path) -> None:
+    conf = conf_lines(slurm.slurm_conf(settings(tmp_path)))
+    assert conf["ProctrackType"] == "proctrack/cgroup"
+    assert conf["TaskPlugin"] == "task/cgroup"
+    assert conf["JobAcctGatherType"] == "jobacct_gather/cgroup"
+    assert conf["SelectType"] == "select/cons_tres"
+    assert conf["SelectTypeParameters"] == "CR_Core_Memory"
+    assert conf["AuthType"] == "auth/munge"
+    assert conf["AuthInfo"] == f"socket={tmp_path / 'munge' / 'munge.socket'}"
+    assert conf["SlurmctldHost"] == "localhost(127.0.0.1)"
+    assert (conf["SlurmctldPort"], conf["SlurmdPort"]) == ("40001", "40002")
+    assert conf["NodeName"].startswith("cwn1 NodeAddr=127.0.0.1 ")
+    assert "CPUs=2 RealMemory=1000" in conf["NodeName"]
+    assert conf["PartitionName"].startswith("cw Nodes=cwn1 ")
+    assert "OverSubscribe=FORCE:4" in conf["PartitionName"]
+    for key in ("StateSaveLocation", "SlurmdSpoolDir", "PlugStackConfig"):
+        assert conf[key].startswith(str(tmp_path)), key
+
+
+def test_the_cgroup_conf_asks_for_v1_and_constrains_cores_and_memory(tmp_path: Path) -> None:
+    conf = conf_lines(slurm.cgroup_conf(settings(tmp_path)))
+    assert conf == {
+        "CgroupPlugin": "cgroup/v1", "CgroupMountpoint": "/sys/fs/cgroup",
+        "CgroupAutomount": "no", "ConstrainCores": "yes", "ConstrainRAMSpace": "yes",
+    }
+
+
+def test_it_finds_v1_hierarchies_by_name_and_by_controller() -> None:
+    found = slurm.v1_controllers(HYBRID_MOUNTS, Path("/sys/fs/cgroup"))
+    assert found == {"cpu,cpuacct", "cpuacct", "cpuset", "memory", "freezer", "systemd"}
+
+
+def test_it_is_unavailable_without_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slurm, "find_binary", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SlurmUnavailable, match="needs root"):
+        slurm.check_prerequisites()
+
+
+def test_it_is_unavailable_without_cgroup_v1(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(slurm, "find_binary", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(SlurmUnavailable, match="no cgroup v1 hierarchy for cpuacct"):
+        slurm.check_prerequisites(tmp_path)
+
+
+def test_a_missing_daemon_names_its_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(slurm, "_SBIN", ("/nonexistent",))
+    with pytest.raises(MissingComponent, match="apt-get install --no-install-recommends munge"):
+        slurm.check_prerequisites()
+
+
+# --- a real cluster (root, cgroup v1) --------------------------------------------------
+
+
+@pytest.fixture
+def can_run_a_cluster() -> None:
+    try:
+        slurm.check_prerequisites()
+    except MissingComponent as missing:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true and {missing}", pytrace=False)
+        pytest.skip(str(missing))
+    except SlurmUnavailable as reason:
+        pytest.skip(str(reason))
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("can_run_a_cluster")
+def test_stop_leaves_no_job_process_cgroup_or_file_behind() -> None:
+    with SlurmCluster() as cluster:
+        # A job that ignores SIGTERM: the stop must still end it.
+        jobid = cluster.submit("trap '' TERM; sleep 3600 & wait; sleep 3600", mem="50M")
+        cluster.wait_running(jobid)
+        job_dir = cluster.job_cgroup(jobid, "freezer")
+        assert job_dir.is_dir()
+        assert cluster.job_state(jobid) == "RUNNING"
+        tops = [cluster.cgroup_root / c / f"slurm_{cluster.node_name}"
+                for c in slurm.V1_CONTROLLERS]
+        workdir = cluster.workdir
+        daemons = list(cluster._daemons.values())
+    assert not [top for top in tops if top.exists()]
+    assert not workdir.exists()
+    assert all(process.poll() is not None for process in daemons)
+    user_processes = subprocess.run(["pgrep", "-u", slurm.DEFAULT_JOB_USER, "-f", "sleep 3600"],
+                                    capture_output=True, text=True, check=False).stdout
+    assert user_processes == ""
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("can_run_a_cluster")
+def test_a_node_that_never_becomes_idle_fails_with_the_daemons_logs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # More memory than the machine has: slurmctld refuses the node's registration.
+    monkeypatch.setattr(slurm, "_hardware", lambda: "CPUs=1 RealMemory=999999999")
+    with pytest.raises(ServiceStartError) as failure:
+        SlurmCluster(startup_timeout=5).start()
+    message = str(failure.value)
+    assert "slurmd did not start: node not idle within 5 s" in message
+    assert "--- slurmctld ---" in message and "--- slurmd ---" in message
+    assert "Low RealMemory" in message  # slurmctld says why
