@@ -16,9 +16,14 @@ import pytest
 from clusterwatch.reporter import harvester_db
 from clusterwatch.reporter.harvester_cfg import read_db_settings
 from clusterwatch.reporter.harvester_db import collect, collect_with_config
+from clusterwatch.testing.mariadb import (
+    MariaDB,
+    MariaDBMissing,
+    binaries,
+    create_harvester_schema,
+    mariadb_server,
+)
 from clusterwatch.testing.services import free_port
-
-from .mariadb import MariaDB, MariaDBMissing, binaries, create_harvester_schema, mariadb_server
 
 pytestmark = pytest.mark.integration
 

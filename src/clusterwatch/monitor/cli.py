@@ -3,6 +3,9 @@
 `migrate`, `runserver`, `createsuperuser`, and the monitor's own: `create_host_token`,
 `revoke_host_token`, `evaluate_alarms`, `prune_reports` (see `clusterwatch monitor help`).
 Settings come from the environment (CLUSTERWATCH_DATABASE_URL, CLUSTERWATCH_DATA_DIR, ...).
+
+One verb is not Django's: `clusterwatch monitor demo` (clusterwatch.monitor.demo) runs before
+any settings are read, because it makes its own private data directory and database.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ create_host_token KEY [KEY ...], revoke_host_token PREFIX, evaluate_alarms, prun
 ... (`clusterwatch monitor help` lists them all, `clusterwatch monitor help COMMAND` explains
 one). The settings come from the environment: CLUSTERWATCH_DATABASE_URL (default: SQLite under
 CLUSTERWATCH_DATA_DIR, itself ~/.local/share/clusterwatch by default), CLUSTERWATCH_SECRET_KEY,
-CLUSTERWATCH_DEBUG; see docs/monitor.md."""
+CLUSTERWATCH_DEBUG; see docs/monitor.md.
+
+`clusterwatch monitor demo [--check] [--port N] [--data-dir DIR]` is not a Django command:
+it brings up the monitor on 127.0.0.1 with records posted by the real reporter (see
+`clusterwatch monitor demo --help`)."""
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -31,9 +38,14 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from clusterwatch.monitor.demo import main as demo
+
+        return demo(args.arguments)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clusterwatch.monitor.settings")
     try:
         from django.core.management import execute_from_command_line
+        from django.db.utils import OperationalError
     except ImportError:
         raise RunError("the monitor needs Django: pip install 'clusterwatch[monitor]'") from None
     from clusterwatch.monitor.database_url import DatabaseUrlError
@@ -42,8 +54,13 @@ def _run(args: argparse.Namespace) -> int:
         execute_from_command_line(["clusterwatch monitor", args.command, *args.arguments])
     except DatabaseUrlError as exc:
         raise ConfigError(str(exc)) from None
-    except ValueError as exc:  # a malformed CLUSTERWATCH_* number
+    except ValueError as exc:  # a malformed CLUSTERWATCH_* setting (settings.py says which)
         if str(exc).startswith("CLUSTERWATCH_"):
             raise ConfigError(str(exc)) from None
         raise
+    except OperationalError as exc:
+        # The database is down, refuses the login or is locked: say so in one line. The
+        # driver's message names the server and the user, never the password.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RunError(f"database error: {first}") from None
     return 0

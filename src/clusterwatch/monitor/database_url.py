@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 
 class DatabaseUrlError(ValueError):
@@ -20,15 +20,17 @@ class DatabaseUrlError(ValueError):
 
 
 def parse(url: str, password_file: Optional[str] = None) -> dict[str, Any]:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # e.g. an unclosed [ in the host; the URL may hold a password
+        raise DatabaseUrlError("CLUSTERWATCH_DATABASE_URL is not a valid URL") from None
     scheme = parts.scheme.lower()
     if scheme == "sqlite":
         path = unquote(parts.path)
-        if parts.netloc or not path.startswith("/"):
+        if parts.netloc or not path.startswith("/") or path.endswith("/"):
             raise DatabaseUrlError(
                 "CLUSTERWATCH_DATABASE_URL: a SQLite URL is sqlite:///absolute/path.sqlite3")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path,
-                "OPTIONS": {"timeout": 20}}
+        return sqlite(Path(path))
     if scheme in ("postgres", "postgresql"):
         name = unquote(parts.path.lstrip("/"))
         if not name:
@@ -58,14 +60,46 @@ def parse(url: str, password_file: Optional[str] = None) -> dict[str, Any]:
         f"CLUSTERWATCH_DATABASE_URL: unsupported scheme {scheme!r} (use sqlite or postgresql)")
 
 
+def _is_credential(path: str) -> bool:
+    directory = os.environ.get("CREDENTIALS_DIRECTORY", "")
+    return bool(directory) and os.path.dirname(os.path.realpath(path)) == os.path.realpath(
+        directory)
+
+
+def sqlite(path: Path) -> dict[str, Any]:
+    """The entry for a SQLite file (the default, without any URL to parse)."""
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path),
+            "OPTIONS": {"timeout": 20}}
+
+
+def sqlite_url(path: Path) -> str:
+    """`sqlite:///...` for an absolute `path`, quoted so that `#`, `?` or `%` survive."""
+    return "sqlite://" + quote(str(path))
+
+
 def read_password_file(path: str) -> str:
+    """The password alone on the file's one line; the file must be private (mode 600).
+
+    A systemd credential (a file in $CREDENTIALS_DIRECTORY, e.g. LoadCredential=) is private
+    to the unit by construction, and systemd may grant its user access through an ACL that
+    shows as group bits; its mode is not checked.
+    """
     try:
         mode = os.stat(path).st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        if mode & (stat.S_IRWXG | stat.S_IRWXO) and not _is_credential(path):
             raise DatabaseUrlError(
                 f"CLUSTERWATCH_DATABASE_PASSWORD_FILE {path} is readable by others "
                 f"(mode {stat.S_IMODE(mode):o}); chmod 600 it")
-        return Path(path).read_text(encoding="utf-8").strip()
+        password = Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise DatabaseUrlError(
             f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise DatabaseUrlError(
+            f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: {path} is not UTF-8 text") from None
+    if not password:
+        raise DatabaseUrlError(f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: {path} is empty")
+    if "\n" in password:
+        raise DatabaseUrlError(
+            f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: {path} holds more than one line")
+    return password

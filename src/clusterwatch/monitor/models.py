@@ -98,3 +98,54 @@ class JobPush(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["key", "pandaid", "workerid"], name="push_once"),
         ]
+
+
+# Alarms (see clusterwatch.monitor.alarms): incidents, the notification outbox and the run
+# lease. The outbox is `clusterwatch.notify.outbox.Outbox` as JSON in one row, so the pool
+# watch's delivery rules apply unchanged; every change to it is made under a row lock.
+
+
+class Alarm(models.Model):
+    """One incident: opened when a condition holds, closed by an explicit recovery."""
+
+    target = models.CharField(max_length=400)  # "<check>:<key>[:<filesystem>]"
+    kind = models.CharField(max_length=64)  # the check: host_disk_space, ...
+    key = models.CharField(max_length=128, db_index=True)
+    incident = models.CharField(max_length=32, unique=True)
+    status = models.CharField(max_length=200)
+    detail = models.TextField()  # the alert's message (kept current while it is open)
+    opened_at = models.DateTimeField()
+    # collected_at of the record the alarm was raised on (null: raised on no record, e.g. a
+    # key that never reported); only a newer record may recover it.
+    evidence_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    close_detail = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["target"], condition=models.Q(closed_at__isnull=True),
+                                    name="alarm_open_once"),
+        ]
+        indexes = [models.Index(fields=["closed_at", "target"], name="alarm_open_target")]
+
+    def __str__(self) -> str:
+        return f"{self.target} ({'closed' if self.closed_at else 'open'})"
+
+
+class AlarmOutbox(models.Model):
+    """The single row holding the alarm outbox and a summary of the last run."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    outbox = models.JSONField(default=dict)
+    last_run = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+
+class AlarmRunLease(models.Model):
+    """Who is evaluating and delivering alarms now: one run at a time across every host."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    holder = models.CharField(max_length=200, blank=True)  # "host/pid/run id"
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)

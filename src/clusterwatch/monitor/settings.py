@@ -3,7 +3,8 @@
 CLUSTERWATCH_DATA_DIR          where the SQLite database and the generated secret key live
                                (default ~/.local/share/clusterwatch)
 CLUSTERWATCH_DATABASE_URL      sqlite:///path or postgresql://user@host:port/name
-CLUSTERWATCH_DATABASE_PASSWORD_FILE  PostgreSQL password, mode 600
+CLUSTERWATCH_DATABASE_PASSWORD_FILE  PostgreSQL password, mode 600 (default: the systemd
+                               credential db-password, $CREDENTIALS_DIRECTORY/db-password)
 CLUSTERWATCH_SECRET_KEY        Django's secret key; when unset, one is generated once into
                                DATA_DIR/secret_key (mode 600)
 CLUSTERWATCH_DEBUG             1/true for Django's debug pages (never in production)
@@ -13,22 +14,37 @@ CLUSTERWATCH_RETENTION_DAYS    how long records are kept (default 30)
 CLUSTERWATCH_REPORT_INTERVAL_S the reporters' cron interval; a key is stale after three
                                (default 300)
 CLUSTERWATCH_ALARMS_CONFIG     TOML file with the alarm channels (default DATA_DIR/alarms.toml)
+CLUSTERWATCH_BEHIND_TLS_PROXY  1/true behind a TLS-terminating proxy that sets
+                               X-Forwarded-Proto: secure cookies, https from that header
+
+A malformed value raises ValueError with a message that starts with the variable's name
+(`clusterwatch monitor` turns it into a configuration error, exit 78) and holds no secret.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import stat
+import tempfile
 from pathlib import Path
+from typing import Optional
 
 from clusterwatch.monitor import database_url
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
 
 def _flag(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
         return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    if value not in _TRUE + _FALSE:
+        # A typo must not silently turn DEBUG off, or the proxy settings on.
+        raise ValueError(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, not {value!r}")
+    return value in _TRUE
 
 
 def _int(name: str, default: int) -> int:
@@ -45,29 +61,51 @@ def _int(name: str, default: int) -> int:
 
 
 def _secret_key(data_dir: Path) -> str:
+    """CLUSTERWATCH_SECRET_KEY, else DATA_DIR/secret_key, made once (mode 600) if absent.
+
+    Several gunicorn workers start at once: the key is written to a private temporary file
+    and linked into place, so a worker sees either no file or the whole key, never an empty
+    one, and all of them end up with the same key.
+    """
     key = os.environ.get("CLUSTERWATCH_SECRET_KEY", "").strip()
     if key:
         return key
     path = data_dir / "secret_key"
+    if not path.exists():
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".secret_key-", dir=data_dir)  # mode 600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_urlsafe(50) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            with contextlib.suppress(FileExistsError):  # another worker was first: use its
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    return _read_secret_key(path)
+
+
+def _read_secret_key(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        pass
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fresh = secrets.token_urlsafe(50)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another worker made it first
-        return path.read_text(encoding="utf-8").strip()
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(fresh + "\n")
-    return fresh
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"CLUSTERWATCH_DATA_DIR: cannot read {path}: "
+                         f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+    if mode & 0o077:
+        raise ValueError(f"CLUSTERWATCH_DATA_DIR: {path} is readable by other users (mode "
+                         f"{stat.S_IMODE(mode):04o}); chmod 600 it")
+    if not text:
+        raise ValueError(f"CLUSTERWATCH_DATA_DIR: {path} is empty; remove it to have a new "
+                         "key made (this logs everyone out) or set CLUSTERWATCH_SECRET_KEY")
+    return text
 
 
 BASE_DIR = Path(__file__).resolve().parent
 DATA_DIR = Path(
     os.environ.get("CLUSTERWATCH_DATA_DIR") or Path.home() / ".local" / "share" / "clusterwatch"
-).expanduser()
+).expanduser().absolute()
 
 DEBUG = _flag("CLUSTERWATCH_DEBUG")
 SECRET_KEY = _secret_key(DATA_DIR)
@@ -77,15 +115,26 @@ ALLOWED_HOSTS = [
     if host.strip()
 ]
 
+
+def _password_file() -> Optional[str]:
+    """CLUSTERWATCH_DATABASE_PASSWORD_FILE, else the systemd credential `db-password`."""
+    explicit = os.environ.get("CLUSTERWATCH_DATABASE_PASSWORD_FILE", "").strip()
+    if explicit:
+        return explicit
+    credentials = os.environ.get("CREDENTIALS_DIRECTORY", "").strip()
+    if credentials and (Path(credentials) / "db-password").is_file():
+        return str(Path(credentials) / "db-password")
+    return None
+
+
 DATABASES = {
-    "default": database_url.parse(
-        os.environ.get("CLUSTERWATCH_DATABASE_URL")
-        or f"sqlite:///{DATA_DIR / 'monitor.sqlite3'}",
-        os.environ.get("CLUSTERWATCH_DATABASE_PASSWORD_FILE") or None,
-    )
+    "default": database_url.parse(os.environ["CLUSTERWATCH_DATABASE_URL"], _password_file())
+    if os.environ.get("CLUSTERWATCH_DATABASE_URL", "").strip()
+    else database_url.sqlite(DATA_DIR / "monitor.sqlite3")
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # The database holds every record and the token digests: private to the monitor's user.
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 # What the monitor itself reads from the environment.
 MAX_RECORD_BYTES = _int("CLUSTERWATCH_MAX_RECORD_BYTES", 1024 * 1024)

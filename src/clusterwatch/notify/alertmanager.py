@@ -34,6 +34,7 @@ class AlertmanagerChannel(ch.Channel):
         timeout: float = 10.0,
         extra_labels: Optional[dict[str, str]] = None,
         http_post: HttpPost = post,
+        alertname: str = ALERTNAME,
     ) -> None:
         super().__init__(name)
         base = url.rstrip("/")
@@ -41,6 +42,7 @@ class AlertmanagerChannel(ch.Channel):
         self._timeout = timeout
         self._extra_labels = dict(extra_labels or {})
         self._post = http_post
+        self._alertname = alertname
 
     def send(self, events: Sequence[Event], now: float) -> ch.SendResult:
         return self._post_alerts([self.alert(event, now) for event in events])
@@ -54,18 +56,18 @@ class AlertmanagerChannel(ch.Channel):
         """The v2 API alert for `event`: labels identify the target and check."""
         labels = {
             **self._extra_labels,
-            "alertname": ALERTNAME,
+            "alertname": self._alertname,
             "check": event.check,
             "target": event.name,
         }
-        alert: dict[str, Any] = {
-            "labels": labels,
-            "annotations": {
-                "summary": event.line(),
-                "status": event.status,
-                "incident": event.incident,
-            },
+        annotations = {
+            "summary": event.line(),
+            "status": event.status,
+            "incident": event.incident,
         }
+        if event.detail:
+            annotations["description"] = event.detail
+        alert: dict[str, Any] = {"labels": labels, "annotations": annotations}
         if event.action == "recover":
             alert["endsAt"] = format_rfc3339(event.t)
         else:

@@ -16,6 +16,10 @@ class Event:
     target: str  # "<check>:<name>", e.g. node:worker.example.org or gpu:192.0.2.10:9100
     status: str  # the classified observation that triggered it
     incident: str  # incident id shared by an alert and its recovery
+    # Optional human sentence about the target, starting with its name, e.g.
+    # "pandaharvester01 /data: 93.1 % used, 6.9 GiB left of 100.0 GiB". Left out of the
+    # JSON when empty, so outboxes saved before it existed load unchanged.
+    detail: str = ""
 
     @property
     def check(self) -> str:
@@ -26,7 +30,14 @@ class Event:
         return self.target.partition(":")[2]
 
     def line(self) -> str:
-        """One human line, e.g. `2026-10-02 14:16:00Z ALERT gpu:192.0.2.10:9100 (stale)`."""
+        """One human line, e.g. `2026-10-02 14:16:00Z ALERT gpu:192.0.2.10:9100 (stale)`.
+
+        With a detail, the detail says what the target and status would: `2026-10-02
+        18:27:05Z ALERT panda_unreachable pandaharvester01: every fetch failed ...`.
+        """
+        if self.detail:
+            return (f"{format_utc(self.t)} {self.action.upper()} {self.check} {self.detail} "
+                    f"(incident {self.incident})")
         return (
             f"{format_utc(self.t)} {self.action.upper()} {self.target} ({self.status}) "
             f"incident {self.incident}"
@@ -35,15 +46,19 @@ class Event:
     def to_json(self) -> dict[str, Any]:
         # Spelled out: dataclasses.asdict deep-copies every field, and a large queue is
         # encoded several times per poll.
-        return {"seq": self.seq, "t": self.t, "action": self.action, "target": self.target,
-                "status": self.status, "incident": self.incident}
+        data: dict[str, Any] = {"seq": self.seq, "t": self.t, "action": self.action,
+                                "target": self.target, "status": self.status,
+                                "incident": self.incident}
+        if self.detail:
+            data["detail"] = self.detail
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Event:
         return cls(
             seq=int(data["seq"]), t=float(data["t"]), action=str(data["action"]),
             target=str(data["target"]), status=str(data["status"]),
-            incident=str(data["incident"]),
+            incident=str(data["incident"]), detail=str(data.get("detail") or ""),
         )
 
 

@@ -17,6 +17,9 @@ from clusterwatch.notify.event import Event
 log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 200  # recent delivery attempts kept for `status`
+# What the log tells an operator to do about dead letters; each caller names its own commands.
+WATCH_DEAD_LETTER_HINT = ("see `clusterwatch watch status` and fix the channel, then "
+                          "`clusterwatch watch redeliver`")
 
 
 @dataclass
@@ -79,8 +82,10 @@ class Outbox:
     history: list[Attempt] = field(default_factory=list)
     only_for: dict[int, str] = field(default_factory=dict)  # seq -> the one channel it is for
 
-    def append(self, t: float, action: str, target: str, status: str, incident: str) -> Event:
-        event = Event(self.next_seq, t, action, target, status, incident)
+    def append(
+        self, t: float, action: str, target: str, status: str, incident: str, detail: str = ""
+    ) -> Event:
+        event = Event(self.next_seq, t, action, target, status, incident, detail)
         self.next_seq += 1
         self.events.append(event)
         return event
@@ -98,7 +103,7 @@ class Outbox:
                 self.channels[name] = ChannelState(cursor=self.next_seq - 1)
                 for alert in firing:
                     event = self.append(alert.t, alert.action, alert.target, alert.status,
-                                        alert.incident)
+                                        alert.incident, alert.detail)
                     self.only_for[event.seq] = name
         for name in list(self.channels):
             if name not in wanted:
@@ -142,7 +147,7 @@ class Outbox:
                 continue
             for dead in state.dead:
                 event = self.append(dead.t, dead.action, dead.target, dead.status,
-                                    dead.incident)
+                                    dead.incident, dead.detail)
                 self.only_for[event.seq] = channel_name
                 count += 1
             state.dead = []
@@ -170,7 +175,11 @@ class Outbox:
 
 
 def deliver(
-    outbox: Outbox, channels: Sequence[ch.Channel], now: float, firing: Sequence[Event] = ()
+    outbox: Outbox,
+    channels: Sequence[ch.Channel],
+    now: float,
+    firing: Sequence[Event] = (),
+    dead_letter_hint: str = WATCH_DEAD_LETTER_HINT,
 ) -> dict[str, ch.SendResult]:
     """One delivery pass: at most one batch per channel, each channel on its own.
 
@@ -192,7 +201,7 @@ def deliver(
         pending = outbox.pending(channel.name)
         batch = pending[: channel.max_batch]
         if batch:
-            result = _send_batch(outbox, state, channel, batch, now)
+            result = _send_batch(outbox, state, channel, batch, now, dead_letter_hint)
             results[channel.name] = result
             if not result.ok:
                 continue
@@ -221,7 +230,8 @@ def _refresh(
 
 
 def _send_batch(
-    outbox: Outbox, state: ChannelState, channel: ch.Channel, batch: list[Event], now: float
+    outbox: Outbox, state: ChannelState, channel: ch.Channel, batch: list[Event], now: float,
+    dead_letter_hint: str,
 ) -> ch.SendResult:
     try:
         result = channel.send(batch, now)
@@ -239,11 +249,8 @@ def _send_batch(
         state.cursor = batch[-1].seq
         state.dead.extend(batch)
         _record_error(state, channel.name, result, now)
-        log.error(
-            "channel %s: permanently rejected (%s); %d event(s) set aside as dead letters, "
-            "see `clusterwatch watch status` and fix the channel, then `clusterwatch watch "
-            "redeliver`", channel.name, result.error, len(batch),
-        )
+        log.error("channel %s: permanently rejected (%s); %d event(s) set aside as dead "
+                  "letters, %s", channel.name, result.error, len(batch), dead_letter_hint)
     else:
         if result.outcome == ch.DEFER:
             state.not_before = now + (

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.notify.channel_config import CHANNEL_TYPES as CHANNEL_TYPES
+from clusterwatch.notify.channel_config import ChannelConfig, parse_channels
+from clusterwatch.notify.channel_config import positive as _positive
+from clusterwatch.notify.channel_config import read_secret as read_secret
+from clusterwatch.notify.channel_config import reject_unknown as _reject_unknown
+from clusterwatch.notify.channel_config import string as _string
 from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS, Thresholds
 
 if sys.version_info >= (3, 11):
@@ -27,7 +32,6 @@ log = logging.getLogger(__name__)
 
 CONFIG_FILE = "watch.toml"
 SLACK_WEBHOOK_FILE = "slack_webhook"
-CHANNEL_TYPES = ("slack", "alertmanager", "webhook")
 
 
 def default_config_dir() -> Path:
@@ -42,16 +46,6 @@ def _xdg_base(variable: str, fallback: Path) -> Path:
     # The XDG Base Directory spec: an unset, empty or relative value means the default.
     value = os.environ.get(variable, "")
     return Path(value) if os.path.isabs(value) else fallback
-
-
-@dataclass(frozen=True)
-class ChannelConfig:
-    type: str
-    name: str
-    secret_file: Optional[Path] = None  # slack: webhook URL; webhook: URL (may hold a token)
-    url: Optional[str] = None  # alertmanager base URL (not a secret)
-    timeout_s: float = 10.0
-    labels: dict[str, str] = field(default_factory=dict)  # alertmanager extra labels
 
 
 @dataclass(frozen=True)
@@ -114,72 +108,13 @@ def load_config(
     )
 
 
-def read_secret(path: Path) -> str:
-    """The content of a secret file, refusing one that others can read (as ssh does)."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ConfigError(f"secret file {path} does not exist") from None
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(
-            f"secret file {path} is readable by group or others "
-            f"(mode {stat.S_IMODE(info.st_mode):03o}); run: chmod 600 {path}"
-        )
-    try:
-        value = path.read_text(encoding="utf-8").strip()
-    except UnicodeDecodeError:
-        raise ConfigError(f"secret file {path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
-    if not value or any(ch.isspace() for ch in value):
-        raise ConfigError(f"secret file {path} must hold the URL alone, on one line")
-    if not value.lower().startswith(("https://", "http://")):
-        # Caught here rather than as a delivery error retried every minute; the message
-        # must not quote the value.
-        raise ConfigError(f"secret file {path} must hold an https:// (or http://) URL")
-    return value
-
-
 def _channels(data: dict[str, Any], config_dir: Path) -> tuple[ChannelConfig, ...]:
     raw = data.get("channels")
     if raw is None:
         # Seed layout: a slack_webhook file next to the inventories enables Slack.
         seed = config_dir / SLACK_WEBHOOK_FILE
         return (ChannelConfig("slack", "slack", secret_file=seed),) if seed.exists() else ()
-    if not isinstance(raw, list):
-        raise ConfigError("channels must be an array of tables ([[channels]])")
-    channels: list[ChannelConfig] = []
-    for index, item in enumerate(raw):
-        where = f"channels[{index}]"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{where} must be a table")
-        _reject_unknown(item, {"type", "name", "webhook_file", "url_file", "url", "timeout_s",
-                               "labels"}, where)
-        kind = item.get("type")
-        if kind not in CHANNEL_TYPES:
-            raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)}")
-        name = _string(item, "name", where, kind)
-        if any(c.name == name for c in channels):
-            raise ConfigError(f"{where}: two channels are named {name!r}")
-        secret_key = {"slack": "webhook_file", "webhook": "url_file"}.get(kind)
-        secret_file = None
-        if secret_key is not None:
-            if secret_key not in item:
-                raise ConfigError(f"{where} ({kind}) needs {secret_key}, a file holding the URL")
-            secret_file = config_dir / _string(item, secret_key, where)
-        url = _string(item, "url", where)
-        if kind == "alertmanager" and not url:
-            raise ConfigError(f"{where} (alertmanager) needs url, e.g. http://127.0.0.1:9093")
-        labels = item.get("labels", {})
-        if not isinstance(labels, dict) or not all(
-            isinstance(value, str) for value in labels.values()
-        ):
-            raise ConfigError(f"{where}.labels must be a table of strings")
-        channels.append(ChannelConfig(
-            type=kind, name=name, secret_file=secret_file, url=str(url) if url else None,
-            timeout_s=_positive(item, "timeout_s", 10.0, where),
-            labels={str(k): str(v) for k, v in labels.items()},
-        ))
+    channels = parse_channels(raw, config_dir)
     seed = config_dir / SLACK_WEBHOOK_FILE
     if seed.exists() and all(c.secret_file != seed for c in channels):
         log.warning("%s exists but no [[channels]] entry uses it: it is ignored", seed)
@@ -205,35 +140,6 @@ def _table(data: dict[str, Any], key: str, allowed: set[str]) -> dict[str, Any]:
         raise ConfigError(f"[{key}] must be a table")
     _reject_unknown(value, allowed, f"[{key}]")
     return value
-
-
-def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(sorted(allowed))}")
-
-
-def _positive(table: dict[str, Any], key: str, default: float = 0.0, where: str = "") -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{_key(where, key)} must be a positive number of seconds, "
-                          f"not {value!r}")
-    return float(value)
-
-
-def _string(table: dict[str, Any], key: str, where: str, default: str = "") -> str:
-    """A string setting; TOML has types, so `url = 9090` is a mistake, not a URL."""
-    value = table.get(key, default)
-    if not isinstance(value, str):
-        raise ConfigError(f"{_key(where, key)} must be a string, not {value!r}")
-    return value
-
-
-def _key(where: str, key: str) -> str:
-    if not where:
-        return key
-    return f"{where} {key}" if where.startswith("[") else f"{where}.{key}"
 
 
 def _label_value(job: str) -> str:

@@ -1,4 +1,7 @@
-"""A private MariaDB server for tests: own data directory, Unix socket and loopback port.
+"""A private MariaDB server: own data directory, Unix socket and loopback port.
+
+Used by the reporter's tests and by the monitor's demonstration (a harvester database for
+the real reporter to read).
 
 `mariadb-install-db` makes a fresh data directory (about 1 s), `mariadbd` serves it as the
 calling user (as root it needs `--user=root`), grant tables on: the tests log in as a user
@@ -14,10 +17,10 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from clusterwatch.testing.services import free_port
 
@@ -180,6 +183,23 @@ def _wait_ready(db: MariaDB) -> Optional[str]:
 
 def sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def text_literal(value: Optional[str]) -> str:
+    """A text literal that needs no escaping and keeps UTF-8 whatever the client's charset."""
+    return "NULL" if value is None else f"_utf8mb4 X'{value.encode().hex()}'"
+
+
+def insert_sql(table: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """INSERT statements for `rows` (column -> int, text or None), one per row."""
+    statements = []
+    for row in rows:
+        values = ",".join(
+            "NULL" if v is None else str(v) if isinstance(v, int) else text_literal(str(v))
+            for v in row.values()
+        )
+        statements.append(f"INSERT INTO {table}({','.join(row)}) VALUES ({values});")  # noqa: S608
+    return "\n".join(statements)
 
 
 def create_table_sql(table: str, columns: Sequence[str]) -> str:

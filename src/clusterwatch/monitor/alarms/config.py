@@ -1,0 +1,91 @@
+"""The alarms' TOML file (`CLUSTERWATCH_ALARMS_CONFIG`, default `DATA_DIR/alarms.toml`).
+
+    disk_used_percent = 90        # host_disk_space at or above this
+    report_interval_s = 300       # default: CLUSTERWATCH_REPORT_INTERVAL_S
+    stale_after_intervals = 3     # reporter_stale when silent for more than this many
+    never_reported_grace_s = 900  # a key with a token and no record (default: the stale limit)
+
+    [[channels]]                  # the pool watch's syntax (clusterwatch.notify.channel_config)
+    type = "slack"
+    webhook_file = "slack_webhook"   # mode 600, next to this file
+
+A missing file means no channels (alarms are still recorded); anything wrong in a file that
+exists is a ConfigError naming the file and the setting, never a secret.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.alarms.observation import RuleSettings
+from clusterwatch.notify.channel_config import (
+    ChannelConfig,
+    parse_channels,
+    positive,
+    reject_unknown,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+KNOWN_KEYS = {"disk_used_percent", "report_interval_s", "stale_after_intervals",
+              "never_reported_grace_s", "channels"}
+
+
+@dataclass(frozen=True)
+class AlarmsConfig:
+    path: Path
+    found: bool  # False: no file, so no channels
+    rules: RuleSettings
+    channels: tuple[ChannelConfig, ...] = ()
+
+
+def load_config(path: Path, report_interval_s: float) -> AlarmsConfig:
+    data = _read(path)
+    if data is None:
+        return AlarmsConfig(path, False, RuleSettings(report_interval_s=report_interval_s))
+    try:
+        reject_unknown(data, KNOWN_KEYS, "top level")
+        percent = data.get("disk_used_percent", 90.0)
+        if (isinstance(percent, bool) or not isinstance(percent, (int, float))
+                or not 0 < percent <= 100):
+            raise ConfigError(f"disk_used_percent must be a number above 0 and at most 100, "
+                              f"not {percent!r}")
+        grace: Optional[float] = None
+        if "never_reported_grace_s" in data:
+            grace = positive(data, "never_reported_grace_s")
+        intervals = data.get("stale_after_intervals", 3)
+        if isinstance(intervals, bool) or not isinstance(intervals, (int, float)) or intervals <= 0:
+            raise ConfigError(f"stale_after_intervals must be a positive number, not "
+                              f"{intervals!r}")
+        rules = RuleSettings(
+            disk_used_percent=float(percent),
+            report_interval_s=positive(data, "report_interval_s", float(report_interval_s)),
+            stale_after_intervals=float(intervals),
+            never_reported_grace_s=grace,
+        )
+        channels = parse_channels(data.get("channels", []), path.parent)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return AlarmsConfig(path, True, rules, channels)
+
+
+def _read(path: Path) -> Optional[dict[str, Any]]:
+    try:
+        with path.open("rb") as handle:
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
+    except FileNotFoundError:
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a TOML file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None

@@ -1,0 +1,114 @@
+"""`panda_unreachable`: every fetch of the interval failed, all with one error class.
+
+That is the 2026-10-02 signature (every call `SSLError ... CERTIFICATE_VERIFY_FAILED` after
+the server's certificate was renewed). The message carries the error line, because the host
+that logged it is one nobody outside can read. Some fetches succeeding clears the alarm;
+no attempt at all, an unread fetch log, or failures of several classes say nothing either
+way, so an open alarm stays open.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from clusterwatch.monitor.alarms import wording
+from clusterwatch.monitor.alarms.observation import (
+    CLEAR,
+    DETAIL_CHARS,
+    ERROR_LINE_CHARS,
+    FIRING,
+    UNKNOWN,
+    Observation,
+)
+from clusterwatch.monitor.records import parse_utc
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def observe_fetching(key: str, record: Mapping[str, Any], evidence_at: float) -> Observation:
+    """The observation for `panda_unreachable:<key>` (one per harvester, all its queues)."""
+    fetching = record.get("fetching")
+    queues = fetching.get("queues") if isinstance(fetching, Mapping) else None
+    if not isinstance(queues, Mapping):
+        why = (fetching.get("error") if isinstance(fetching, Mapping) else None) or "no queues"
+        return Observation(UNKNOWN, "not read", f"{key}: fetch log not read ({why})",
+                           evidence_at)
+    attempts = failed = 0
+    classes: Counter[str] = Counter()
+    for queue in queues.values():
+        if not isinstance(queue, Mapping):
+            continue
+        attempts += _count(queue.get("attempts"))
+        failed += _count(queue.get("failed"))
+        errors = queue.get("errors")
+        if isinstance(errors, Mapping):
+            for error_class, count in errors.items():
+                if _count(count) > 0:
+                    classes[str(error_class)] += _count(count)
+    if attempts == 0:
+        return Observation(UNKNOWN, "no fetches", f"{key}: no fetch attempt in the interval",
+                           evidence_at)
+    if failed < attempts:
+        ok = attempts - failed
+        last_ok = _last_success(queues)
+        when = f", last {last_ok}" if last_ok else ""
+        return Observation(CLEAR, "fetching",
+                           wording.one_line(f"{key}: fetches succeed again ({ok} of {attempts} "
+                                            f"OK{when})", DETAIL_CHARS), evidence_at)
+    if len(classes) != 1:
+        kinds = ", ".join(sorted(classes)) or "no error class recorded"
+        return Observation(UNKNOWN, "failing", f"{key}: every fetch failed, not with one error "
+                           f"class ({kinds})", evidence_at)
+    (error_class,) = classes
+    # The reporter keeps the traceback's first line on the error line: noise in a message.
+    line = " ".join(_last_error_line(record, queues, error_class).split())
+    line = line.removesuffix(TRACEBACK).rstrip()
+    detail = (f"{key}: every fetch failed with {error_class} ({failed} of {attempts}) — "
+              f"last error: {wording.one_line(line, ERROR_LINE_CHARS)}")
+    return Observation(FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
+                       evidence_at)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _last_error_line(
+    record: Mapping[str, Any], queues: Mapping[str, Any], error_class: str
+) -> str:
+    """The communicator's last failed call when it is of this class; else the newest fetch."""
+    calls = record.get("failed_calls")
+    communicator = calls.get("communicator") if isinstance(calls, Mapping) else None
+    last = communicator.get("last") if isinstance(communicator, Mapping) else None
+    line = last.get("line") if isinstance(last, Mapping) else None
+    if isinstance(line, str) and error_class in line:
+        return line
+    newest: Optional[tuple[str, str, str]] = None
+    for queue_name, queue in queues.items():
+        fetch = queue.get("last") if isinstance(queue, Mapping) else None
+        if not isinstance(fetch, Mapping) or fetch.get("error_class") != error_class:
+            continue
+        at = fetch.get("at")
+        if isinstance(at, str) and (newest is None or at > newest[0]):
+            newest = (at, str(queue_name), str(fetch.get("outcome") or error_class))
+    if newest is not None:
+        at, queue_name, outcome = newest
+        return f"{at} {queue_name}: {outcome}"
+    return "none in the record"
+
+
+def _last_success(queues: Mapping[str, Any]) -> Optional[str]:
+    """`2026-10-02 18:48:05Z on BNL_PanDA_1` for the newest fetch that did not fail."""
+    newest: Optional[tuple[float, str]] = None
+    for queue_name, queue in queues.items():
+        fetch = queue.get("last") if isinstance(queue, Mapping) else None
+        if not isinstance(fetch, Mapping) or fetch.get("error_class"):
+            continue
+        at = parse_utc(fetch.get("at"))
+        if at is not None and (newest is None or at.timestamp() > newest[0]):
+            newest = (at.timestamp(), str(queue_name))
+    if newest is None:
+        return None
+    return f"{wording.utc(newest[0])} on {newest[1]}"

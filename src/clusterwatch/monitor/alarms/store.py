@@ -1,0 +1,89 @@
+"""Alarm state in the database, and what the rules read from it, as plain data."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Optional
+
+from clusterwatch.monitor.alarms.observation import split_target
+from clusterwatch.monitor.alarms.rules import KeyFacts
+from clusterwatch.monitor.alarms.transitions import ALERT, RECOVER, OpenAlarm, Transition
+from clusterwatch.monitor.models import Alarm, HostTokenKey, LatestReport
+from clusterwatch.notify.event import Event
+
+
+def _utc(t: Optional[float]) -> Optional[dt.datetime]:
+    return None if t is None else dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
+
+
+def _epoch(value: Optional[dt.datetime]) -> Optional[float]:
+    return None if value is None else value.timestamp()
+
+
+def key_facts() -> list[KeyFacts]:
+    """Every key that reported or holds a token: its latest record and token dates."""
+    latest = {
+        row.key: row for row in LatestReport.objects.select_related("report").order_by("key")
+    }
+    expected: dict[str, float] = {}
+    revoked: dict[str, float] = {}
+    has_token: set[str] = set()
+    for binding in HostTokenKey.objects.select_related("token"):
+        key, token = binding.key, binding.token
+        has_token.add(key)
+        if token.revoked_at is None:
+            created = token.created_at.timestamp()
+            expected[key] = min(created, expected.get(key, created))
+        else:
+            at = token.revoked_at.timestamp()
+            revoked[key] = max(at, revoked.get(key, at))
+    facts: list[KeyFacts] = []
+    for key in sorted(set(latest) | has_token):
+        row = latest.get(key)
+        record = row.report.record if row is not None else None
+        facts.append(KeyFacts(
+            key=key,
+            record=record if isinstance(record, dict) else None,
+            collected_at=row.collected_at.timestamp() if row is not None else None,
+            expected_since=expected.get(key),
+            # Retired: it had tokens and none is active. A key without any token row
+            # (records loaded some other way) is never retired by this.
+            retired_at=revoked.get(key) if key in has_token and key not in expected else None,
+        ))
+    return facts
+
+
+def open_alarms() -> dict[str, OpenAlarm]:
+    return {
+        alarm.target: OpenAlarm(alarm.target, alarm.incident, alarm.status, alarm.detail,
+                                alarm.opened_at.timestamp(), _epoch(alarm.evidence_at))
+        for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
+    }
+
+
+def apply(transitions: Sequence[Transition], now: float) -> None:
+    """Write the transitions (inside the caller's transaction)."""
+    when = _utc(now)
+    for change in transitions:
+        if change.action == ALERT:
+            check, key, _ = split_target(change.target)
+            Alarm.objects.create(
+                target=change.target, kind=check, key=key, incident=change.incident,
+                status=change.status, detail=change.detail, opened_at=when,
+                evidence_at=_utc(change.evidence_at), updated_at=when)
+        elif change.action == RECOVER:
+            Alarm.objects.filter(incident=change.incident, closed_at__isnull=True).update(
+                closed_at=when, close_detail=change.detail, updated_at=when)
+        else:
+            Alarm.objects.filter(incident=change.incident, closed_at__isnull=True).update(
+                status=change.status, detail=change.detail, updated_at=when)
+
+
+def firing_events() -> list[Event]:
+    """The alert of every open alarm, as channels that re-state alerts want them."""
+    return [
+        Event(0, alarm.opened_at.timestamp(), "alert", alarm.target, alarm.status,
+              alarm.incident, alarm.detail)
+        for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
+    ]

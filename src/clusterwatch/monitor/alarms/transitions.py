@@ -1,0 +1,74 @@
+"""Open and recover decisions: pure, from the open alarms and this run's observations.
+
+- FIRING with nothing open opens an alarm (an `alert` event); FIRING on an open alarm whose
+  message changed only updates it (no event: the condition is the same incident).
+- CLEAR recovers an open alarm only on evidence newer than the record that raised it, so
+  the record that raised it (read again under another threshold, say) never clears it.
+- UNKNOWN, and no observation at all, leave everything as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+from clusterwatch.monitor.alarms.observation import CLEAR, FIRING, Observation
+
+ALERT = "alert"
+RECOVER = "recover"
+UPDATE = "update"
+
+
+@dataclass(frozen=True)
+class OpenAlarm:
+    target: str
+    incident: str
+    status: str
+    detail: str
+    opened_at: float  # epoch seconds
+    evidence_at: Optional[float]  # collected_at of the record that raised it
+
+
+@dataclass(frozen=True)
+class Transition:
+    action: str  # ALERT, RECOVER or UPDATE
+    target: str
+    status: str
+    detail: str
+    incident: str
+    evidence_at: Optional[float]
+
+
+def incident_id(target: str, opened: float) -> str:
+    """Short, deterministic id so repeated deliveries of one incident can be told apart."""
+    return hashlib.blake2b(f"{target}\0{opened!r}".encode(), digest_size=6).hexdigest()
+
+
+def is_newer(evidence_at: Optional[float], raised_on: Optional[float]) -> bool:
+    if evidence_at is None:
+        return False
+    return raised_on is None or evidence_at > raised_on
+
+
+def decide(
+    open_alarms: Mapping[str, OpenAlarm], observations: Mapping[str, Observation], now: float
+) -> list[Transition]:
+    """The transitions of one run, in target order (stable messages, stable tests)."""
+    transitions: list[Transition] = []
+    for name in sorted(observations):
+        seen = observations[name]
+        current = open_alarms.get(name)
+        if seen.state == FIRING:
+            if current is None:
+                transitions.append(Transition(ALERT, name, seen.status, seen.detail,
+                                              incident_id(name, now), seen.evidence_at))
+            elif (seen.status, seen.detail) != (current.status, current.detail):
+                transitions.append(Transition(UPDATE, name, seen.status, seen.detail,
+                                              current.incident, current.evidence_at))
+        elif (seen.state == CLEAR and current is not None
+              and is_newer(seen.evidence_at, current.evidence_at)):
+            transitions.append(Transition(RECOVER, name, seen.status, seen.detail,
+                                          current.incident, seen.evidence_at))
+    return transitions

@@ -1,0 +1,54 @@
+"""`/alarms/`: what `alarms_status` prints, for operators without a shell on the monitor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any, Optional
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from clusterwatch.monitor.alarms import lease as run_lease
+from clusterwatch.monitor.alarms.status import summary
+from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.notify.event import Event
+
+
+def _stamp(t: Optional[float], now: dt.datetime) -> Optional[Stamp]:
+    return None if t is None else stamp(dt.datetime.fromtimestamp(t, tz=dt.timezone.utc), now)
+
+
+def alarms_context(data: dict[str, Any], now_t: float) -> dict[str, Any]:
+    """The template's view of `status.summary`: times as stamps, events as lines."""
+    now = dt.datetime.fromtimestamp(now_t, tz=dt.timezone.utc)
+    run = data["last_run"]
+    lease = data["lease"]
+    return {
+        "last_run": run and {**run, "at": _stamp(run.get("t"), now)},
+        "running": lease and {"holder": run_lease.describe(lease["holder"]),
+                              "until": _stamp(lease["expires_at"], now)},
+        "open_alarms": [{**item, "since": _stamp(item["since"], now)}
+                        for item in data["open_alarms"]],
+        "recently_closed": [{**item, "closed": _stamp(item["closed"], now)}
+                            for item in data["recently_closed"]],
+        "channels": [
+            {"name": name,
+             "pending": [Event.from_json(e).line() for e in channel["pending"]],
+             "dead": [Event.from_json(e).line() for e in channel["dead_letters"]],
+             "rate_limited_until": _stamp(channel["rate_limited_until"], now),
+             "last_error": channel["last_error"],
+             "last_error_at": _stamp(channel["last_error_t"], now),
+             "last_success_at": _stamp(channel["last_success_t"], now)}
+            for name, channel in data["channels"].items()
+        ],
+    }
+
+
+@require_safe
+@login_required
+def alarm_list(request: HttpRequest) -> HttpResponse:
+    now = time.time()
+    return render(request, "monitor/alarms.html", alarms_context(summary(now), now))

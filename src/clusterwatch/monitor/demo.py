@@ -1,0 +1,152 @@
+"""`clusterwatch monitor demo`: the monitor with records made by the project's own parts.
+
+Nothing here is a hand-written record. The demo migrates a private SQLite database, creates
+an operator account and one host token per harvester (each written only to that harvester's
+reporter environment file, mode 600), serves the monitor under gunicorn on 127.0.0.1, starts
+a private MariaDB holding two harvester databases, builds the reporter zipapp with
+`clusterwatch reporter build`, and runs it (a real subprocess posting over HTTP to the
+monitor) three times for three harvester hosts, appending harvester log lines and database
+rows between runs (see clusterwatch.testing.harvester_scenario). It then runs
+`evaluate_alarms` once, prints the pages to open, and serves until Ctrl-C, when gunicorn
+and MariaDB stop. `--check` verifies that the pages answer and exits instead of serving.
+
+The data directory (default ./demo-data) is made afresh on each run; a directory that does
+not carry the demo's marker file is never deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import IO, Optional
+
+from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from clusterwatch.monitor import demo_steps as steps
+from clusterwatch.monitor.demo_steps import DemoError
+
+DEFAULT_DATA_DIR = Path("demo-data")
+DEFAULT_PORT = 8000
+MARKER = ".clusterwatch-demo"
+OPERATOR = "operator"
+ROUNDS = 3  # reporter runs: the first only sets log positions, then two real intervals
+_CREATE_OPERATOR = (  # run by `clusterwatch monitor shell -c`; the password comes from env
+    "import os\n"
+    "from django.contrib.auth import get_user_model\n"
+    "get_user_model().objects.create_user("
+    f"{OPERATOR!r}, password=os.environ['CLUSTERWATCH_DEMO_PASSWORD'])\n"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clusterwatch monitor demo",
+        description="Bring up the monitor on 127.0.0.1 with records posted by the real "
+        "harvester reporter (the zipapp) over fixture harvester logs and a private MariaDB "
+        "harvester database, then serve until Ctrl-C. The pool watch's own demonstration "
+        "is `clusterwatch watch demo` (scripts/demo watch).",
+        epilog="Exit status: 0 done (or Ctrl-C), 1 a step failed, 2 usage error.")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, metavar="DIR",
+                        help="the demo's files, made afresh (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help="gunicorn's port on 127.0.0.1; 0 picks a free one "
+                        "(default: %(default)s)")
+    parser.add_argument("--database-url", metavar="URL",
+                        help="the monitor's database (default: SQLite in the data directory; "
+                        "CLUSTERWATCH_DATABASE_PASSWORD_FILE is passed on)")
+    parser.add_argument("--check", action="store_true",
+                        help="check that the pages answer, then stop instead of serving")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None, out: Optional[IO[str]] = None) -> int:
+    out = out or sys.stdout
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    database = None
+    if args.database_url:
+        database = {"CLUSTERWATCH_DATABASE_URL": args.database_url}
+        if os.environ.get("CLUSTERWATCH_DATABASE_PASSWORD_FILE"):
+            database["CLUSTERWATCH_DATABASE_PASSWORD_FILE"] = os.environ[
+                "CLUSTERWATCH_DATABASE_PASSWORD_FILE"]
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        run(args.data_dir.resolve(), args.port, out, check=args.check, database=database)
+    except KeyboardInterrupt:
+        out.write("\nstopped: gunicorn and MariaDB are down\n")
+    except DemoError as exc:
+        print(f"clusterwatch monitor demo: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return EXIT_OK
+
+
+def _interrupt(signum: int, frame: Optional[FrameType]) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the demo as cleanly as Ctrl-C
+
+
+def fresh_data_dir(path: Path) -> Path:
+    """`path`, emptied if an earlier demo made it; DemoError if it holds anything else."""
+    if path.exists():
+        if not (path / MARKER).exists() and any(path.iterdir()):
+            raise DemoError(f"{path} exists and was not made by the demo; choose another "
+                            "--data-dir")
+        shutil.rmtree(path)
+    path.mkdir(mode=0o700, parents=True)
+    (path / MARKER).write_text("made by clusterwatch monitor demo; removed by its next run\n")
+    return path
+
+
+def run(data_dir: Path, port: int, out: IO[str], *, check: bool = False,
+        database: Optional[Mapping[str, str]] = None) -> None:
+    """The whole demo; serves until Ctrl-C unless `check`."""
+    steps.check_prerequisites()
+    fresh_data_dir(data_dir)
+    out.write(f"clusterwatch monitor demo: files in {data_dir} (made afresh on each run)\n")
+    with contextlib.ExitStack() as stack:
+        monitor = stack.enter_context(steps.monitor(data_dir, port, database, out))
+        password = secrets.token_urlsafe(12)
+        monitor.manage("shell", "-c", _CREATE_OPERATOR,
+                       extra_environ={"CLUSTERWATCH_DEMO_PASSWORD": password})
+        hosts = steps.harvesters(data_dir)
+        for host in hosts:
+            host.write_env(monitor.url, steps.create_token(monitor, host.key))
+        out.write(f"  host tokens: one per harvester, in {data_dir}/harvesters/KEY/"
+                  "reporter.env (mode 600); never printed\n")
+        db = stack.enter_context(steps.mariadb(data_dir, hosts, out))
+        app = steps.build_reporter(data_dir, out)
+        steps.report(app, hosts, db, data_dir, ROUNDS, out)
+        slack = stack.enter_context(steps.alarm_channel(monitor))
+        steps.evaluate_alarms(monitor, slack, out)
+        pages = steps.pages(monitor, hosts)
+        steps.check_pages(monitor, pages, hosts, OPERATOR, password, out)
+        out.write(f"\nOpen {monitor.url}/hosts/ and log in as {OPERATOR!r} with password "
+                  f"{password!r} (a demo account):\n")
+        for url, what in pages:
+            out.write(f"  {monitor.url}{url:<28} {what}\n")
+        if check:
+            out.write("checked: every page answered 200; stopping\n")
+            return
+        out.write("Serving until Ctrl-C (then gunicorn and MariaDB stop).\n")
+        out.flush()
+        _serve(monitor.process)
+
+
+def _serve(process: subprocess.Popen[bytes]) -> None:
+    status = process.wait()
+    raise DemoError(f"gunicorn exited with status {status}; see its log")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""From request bytes to one JSON object: size limit, UTF-8, JSON, and what a database refuses.
+
+Every refusal is a `Rejection` (413 or 400) raised before anything is stored. The checks
+here cover what the schema cannot say: values that parse as JSON but that PostgreSQL (NUL
+characters, lone surrogates, infinities) or a later reader (nesting deep enough to exhaust
+the interpreter's recursion) could not handle, so that no body ever turns into a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+
+from clusterwatch.monitor.ingest.errors import Rejection
+
+# A record is about six levels deep; free-form parts (`against`, harvester_db) add a few.
+MAX_DEPTH = 64
+_DIGITS = re.compile(r"[0-9]+")
+# Only an escape can put a NUL or a lone surrogate into a string of strictly decoded UTF-8.
+_RISKY_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def read_body(request: HttpRequest, limit: int) -> bytes:
+    """The body, refused with 413 above `limit` bytes whichever limit notices first."""
+    declared = request.META.get("CONTENT_LENGTH")
+    announced = None
+    if declared not in (None, ""):
+        text = str(declared).strip()
+        # Django's own size check would int() it and fail with a 500 on "abc".
+        if not _DIGITS.fullmatch(text):
+            raise Rejection(400, "content_length", "Content-Length is not a whole number")
+        announced = int(text)
+        if announced > limit:
+            raise _too_big(limit, f"Content-Length says {announced} bytes")
+    try:
+        body: bytes = request.body
+    except RequestDataTooBig:
+        # DATA_UPLOAD_MAX_MEMORY_SIZE tripped (set below our limit, or a body longer than
+        # it claimed on a server that can tell): the same answer as ours.
+        raise _too_big(limit, "the body is over the server's upload limit") from None
+    except OSError:
+        raise Rejection(400, "body", "the request body could not be read") from None
+    if len(body) > limit:
+        raise _too_big(limit, f"the body has {len(body)} bytes")
+    if announced is not None and len(body) < announced:
+        # The sender stopped early (or lied): even a parsable part is not what it meant.
+        raise Rejection(400, "body", f"the body ended after {len(body)} of the {announced} "
+                                     "bytes its Content-Length announced")
+    if not body:
+        raise Rejection(400, "json", "the body is empty; send one JSON record")
+    return body
+
+
+def _too_big(limit: int, what: str) -> Rejection:
+    return Rejection(413, "too_large", f"{what}; the limit is {limit} bytes")
+
+
+def parse_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or a 400 saying why not."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Rejection(400, "encoding", f"the body is not UTF-8 (byte {exc.start})") from None
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise Rejection(400, "json", f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise Rejection(400, "json", f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise Rejection(400, "not_object", f"the body is a JSON {_kind(value)}, not an object")
+    _check_tree(value, strings=_RISKY_ESCAPE.search(body) is not None)
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:40]} is too large for a JSON number")
+    return number
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
+def _check_tree(root: dict[str, Any], strings: bool) -> None:
+    """Depth, and (when an escape could have made one) NULs and lone surrogates."""
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise Rejection(400, "json", f"nested deeper than {MAX_DEPTH} levels")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, item in items:
+            if strings and isinstance(name, str):
+                _check_string(name)
+            if isinstance(item, (dict, list)):
+                stack.append((item, depth + 1))
+            elif strings and isinstance(item, str):
+                _check_string(item)
+
+
+def _check_string(text: str) -> None:
+    if "\x00" in text:
+        raise Rejection(400, "unstorable", "a string holds a NUL character (\\u0000)")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Rejection(400, "unstorable",
+                            "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff)") from None
+

@@ -1,0 +1,124 @@
+"""Saving a record and, in the same transaction, the indexes the pages read.
+
+`LatestReport` moves only to a record with a newer `collected_at` than the current one, so a
+reporter's backlog posted late never replaces fresher data. The move is a conditional
+UPDATE (`... WHERE key = k AND collected_at < new`): on PostgreSQL a second worker's UPDATE
+of the same row waits for the first to commit and then re-checks the condition against the
+committed row, so the newest record wins whatever the arrival order; the first record of a
+key races on the primary key instead (IntegrityError, then the UPDATE again). SQLite takes
+one write lock at the first INSERT, which serialises the whole transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from clusterwatch.monitor.ingest.tokens import valid_key
+from clusterwatch.monitor.models import HostReport, HostToken, JobPush, LatestQueue, LatestReport
+from clusterwatch.monitor.records import parse_utc, pushes_in, queues_in
+
+# Column limits (models.py), checked here so no database refuses an index row.
+QUEUE_CHARS = 200
+_BIGINT = 2**63
+_CHUNK = 500  # ids per DELETE, under every database's bound-parameter limit
+
+
+def store_record(key: str, record: dict[str, Any], size_bytes: int,
+                 token: Optional[HostToken] = None,
+                 received_at: Optional[dt.datetime] = None) -> tuple[HostReport, bool]:
+    """Save `record` under `key`; (the HostReport, whether it became the key's latest).
+
+    The record is expected to be valid (ingest checks it); `key` must be a valid key name
+    and `collected_at` a UTC time, else ValueError before anything is written.
+    """
+    if not valid_key(key):
+        raise ValueError(f"not a valid key: {key!r}")
+    collected_at = parse_utc(record.get("collected_at"))
+    if collected_at is None:
+        raise ValueError("the record has no valid collected_at")
+    with transaction.atomic():
+        # The first statement writes, so on SQLite the write lock is taken before any read.
+        report = HostReport.objects.create(
+            key=key, collected_at=collected_at, received_at=received_at or timezone.now(),
+            size_bytes=size_bytes, record=record, token=token)
+        latest = _claim_latest(report)
+        if latest:
+            _replace_queues(report, indexable_queues(queues_in(record)))
+        JobPush.objects.bulk_create(_pushes(report, record), ignore_conflicts=True)
+    return report, latest
+
+
+def _claim_latest(report: HostReport) -> bool:
+    for _ in range(3):
+        moved = LatestReport.objects.filter(
+            key=report.key, collected_at__lt=report.collected_at,
+        ).update(report=report, collected_at=report.collected_at)
+        if moved:
+            return True
+        if LatestReport.objects.filter(key=report.key).exists():
+            return False  # as new or newer already (equal times: the first arrival stays)
+        try:
+            with transaction.atomic():  # a savepoint: losing the race keeps our insert
+                LatestReport.objects.create(key=report.key, report=report,
+                                            collected_at=report.collected_at)
+            return True
+        except IntegrityError:
+            continue  # another worker made the key's first row meanwhile: compare with it
+    return False
+
+
+def _replace_queues(report: HostReport, names: set[str]) -> None:
+    """Point the key's LatestQueue rows at `report`, for exactly `names`.
+
+    A harvester's queues rarely change between records, so this moves the existing rows in
+    one UPDATE and deletes or inserts only the difference: much cheaper than rewriting a
+    few hundred rows per record. Concurrent calls for one key are serialised by the
+    LatestReport row (or its first INSERT) that the caller holds.
+    """
+    rows = LatestQueue.objects.filter(key=report.key)
+    existing = dict(rows.values_list("queue", "pk"))
+    gone = [pk for queue, pk in existing.items() if queue not in names]
+    for start in range(0, len(gone), _CHUNK):
+        LatestQueue.objects.filter(pk__in=gone[start:start + _CHUNK]).delete()
+    rows.update(report=report)
+    LatestQueue.objects.bulk_create(
+        [LatestQueue(key=report.key, queue=queue, report=report)
+         for queue in sorted(names - set(existing))])
+
+
+def indexable_queues(names: Iterable[str]) -> set[str]:
+    return {name for name in names if len(name) <= QUEUE_CHARS}
+
+
+def _pushes(report: HostReport, record: Mapping[str, Any]) -> list[JobPush]:
+    rows: dict[tuple[int, int], JobPush] = {}
+    for push in pushes_in(record):
+        pandaid, workerid = push["pandaid"], push["workerid"]
+        if not (-_BIGINT <= pandaid < _BIGINT and -_BIGINT <= workerid < _BIGINT):
+            continue
+        if len(push["queue"]) > QUEUE_CHARS:
+            continue
+        rows.setdefault((pandaid, workerid), JobPush(
+            pandaid=pandaid, workerid=workerid, queue=push["queue"], key=report.key,
+            at=push["at"], report=report))
+    return list(rows.values())
+
+
+def duplicate_of(key: str, collected_at: dt.datetime,
+                 record: Mapping[str, Any]) -> Optional[HostReport]:
+    """An already stored, identical record of `key` (the reporter delivers at least once)."""
+    stored: HostReport
+    for stored in HostReport.objects.filter(key=key, collected_at=collected_at):
+        if stored.record == record:
+            return stored
+    return None
+
+
+def is_latest(report: HostReport) -> bool:
+    found: bool = LatestReport.objects.filter(key=report.key, report=report).exists()
+    return found

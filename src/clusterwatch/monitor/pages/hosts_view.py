@@ -1,0 +1,177 @@
+"""The hosts overview, one row per reporting key, computed from its latest record."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from clusterwatch.monitor.pages.age import Stamp, duration_text, is_stale, stale_after_s, stamp
+from clusterwatch.monitor.pages.reading import counts, error_of, integer, number, obj, text
+from clusterwatch.monitor.pages.source_problems import CALL_DAEMONS, SourceProblem, failed_sources
+from clusterwatch.monitor.pages.stored import StoredRecord
+
+
+@dataclass(frozen=True)
+class CallFailures:
+    daemon: str
+    failed: int
+    last_at: Optional[Stamp]
+
+
+@dataclass(frozen=True)
+class Volume:
+    mount: str
+    used_percent: float
+    avail: str
+    total: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    backlog: Optional[int]
+    dropped: Optional[int]
+    set_aside: Optional[int]
+    reasons: list[tuple[str, int]]
+    last_error: Optional[str]
+    last_error_at: Optional[Stamp]
+    oldest_at: Optional[Stamp]
+    error: Optional[str]
+
+    @property
+    def troubled(self) -> bool:
+        return bool(self.backlog or self.dropped or self.set_aside or self.error)
+
+
+@dataclass(frozen=True)
+class HostRow:
+    key: str
+    report_id: int
+    hostname: Optional[str]
+    reporter_version: Optional[str]
+    collected: Optional[Stamp]
+    stale: bool
+    problems: list[SourceProblem]
+    call_failures: list[CallFailures]
+    delivery: Delivery
+    fullest: Optional[Volume]
+    processes: Optional[int]
+    queues: list[str]
+
+    @property
+    def silent_for(self) -> str:
+        """How long the key has been quiet, said on stale rows."""
+        if self.collected is None:
+            return "no collection time"
+        return f"silent for {duration_text(self.collected.age_s)}"
+
+
+def size_text(n_bytes: Optional[float]) -> str:
+    """Binary units, one decimal: "75.3 GiB"."""
+    if n_bytes is None:
+        return "—"
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def call_failures(record: Mapping[str, Any], now: dt.datetime) -> list[CallFailures]:
+    calls = obj(record.get("failed_calls"))
+    found = []
+    for daemon in CALL_DAEMONS:
+        part = obj(calls.get(daemon))
+        failed = integer(part.get("failed"))
+        if failed:
+            found.append(CallFailures(daemon, failed, stamp(obj(part.get("last")).get("at"),
+                                                            now)))
+    return found
+
+
+def fullest_volume(record: Mapping[str, Any]) -> Optional[Volume]:
+    """The volume with the highest use; aliases (`same_as`) and unreadable ones skipped."""
+    best: Optional[Volume] = None
+    for mount, entry in sorted(obj(obj(record.get("health")).get("volumes")).items()):
+        used = number(obj(entry).get("used_percent"))
+        if used is None or (best is not None and used <= best.used_percent):
+            continue
+        best = Volume(str(mount), used, size_text(number(entry.get("avail_bytes"))),
+                      size_text(number(entry.get("total_bytes"))))
+    return best
+
+
+def delivery(record: Mapping[str, Any], now: dt.datetime) -> Delivery:
+    section = obj(record.get("delivery"))
+    return Delivery(
+        backlog=integer(section.get("backlog")),
+        dropped=integer(section.get("dropped")),
+        set_aside=integer(section.get("set_aside")),
+        reasons=counts(section.get("reasons")),
+        last_error=text(section.get("last_error")),
+        last_error_at=stamp(section.get("last_error_at"), now),
+        oldest_at=stamp(section.get("oldest_at"), now),
+        error=error_of(section),
+    )
+
+
+def host_row(key: str, report_id: int, record: Mapping[str, Any],
+             collected_at: dt.datetime, queues: Sequence[str], now: dt.datetime,
+             interval_s: int) -> HostRow:
+    collected = stamp(collected_at, now)
+    return HostRow(
+        key=key,
+        report_id=report_id,
+        hostname=text(record.get("hostname")),
+        reporter_version=text(record.get("reporter_version")),
+        collected=collected,
+        stale=is_stale(collected, interval_s),
+        problems=failed_sources(record),
+        call_failures=call_failures(record, now),
+        delivery=delivery(record, now),
+        fullest=fullest_volume(record),
+        processes=integer(obj(record.get("processes")).get("count")),
+        queues=sorted(queues),
+    )
+
+
+
+@dataclass(frozen=True)
+class NeverReported:
+    """A key a token may write that has no record yet."""
+
+    key: str
+    tokens: list[str]  # lookup prefixes, never more of a token
+    since: Optional[Stamp]  # the oldest such token's creation
+
+
+@dataclass(frozen=True)
+class HostsPage:
+    rows: list[HostRow]
+    never_reported: list[NeverReported]
+    interval_s: int
+    stale_after: str
+
+    @property
+    def stale_count(self) -> int:
+        return sum(row.stale for row in self.rows)
+
+
+def hosts_page(stored: Sequence[StoredRecord], queues: Mapping[str, Sequence[str]],
+               token_keys: Iterable[tuple[str, str, dt.datetime]], now: dt.datetime,
+               interval_s: int) -> HostsPage:
+    """`token_keys`: (key, token prefix, token created_at) for every active token's key."""
+    rows = [host_row(one.key, one.report_id, one.record, one.collected_at,
+                     queues.get(one.key, ()), now, interval_s)
+            for one in sorted(stored, key=lambda one: one.key)]
+    reported = {one.key for one in stored}
+    waiting: dict[str, list[tuple[dt.datetime, str]]] = {}
+    for key, prefix, created_at in token_keys:
+        if key not in reported:
+            waiting.setdefault(key, []).append((created_at, prefix))
+    never = [NeverReported(key, [prefix for _, prefix in sorted(tokens)],
+                           stamp(min(tokens)[0], now))
+             for key, tokens in sorted(waiting.items())]
+    return HostsPage(rows, never, interval_s, duration_text(stale_after_s(interval_s)))

@@ -1,0 +1,199 @@
+"""What the harvester's own database (the record's `harvester_db`) says about one queue:
+launch limits from `pq_table`, workers now and ended and the not-finished reasons from
+`work_table`.
+
+The `work_table` parts are keyed by computingSite, which for a harvester is the PanDA queue
+name; when a record keys them otherwise, the queue's `siteName` from `pq_table` is tried.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from clusterwatch.monitor.pages.age import Stamp, duration_text, stamp
+from clusterwatch.monitor.pages.reading import counts, error_of, integer, number, obj, text
+
+LIMITS = ("nQueueLimitWorker", "maxWorkers", "nQueueLimitJob", "nNewWorkers")
+EXAMPLES_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class Part:
+    """One database part for the queue: `found` False when the part has no entry for it."""
+
+    source: str
+    error: Optional[str] = None
+    found: bool = False
+
+
+@dataclass(frozen=True)
+class LaunchLimits(Part):
+    limits: list[tuple[str, Optional[int]]] = field(default_factory=list)
+    by_type: list[tuple[str, list[Optional[int]]]] = field(default_factory=list)
+    site_name: Optional[str] = None
+    job_fetch_time: Optional[Stamp] = None
+    submit_time: Optional[Stamp] = None
+
+    @property
+    def max_workers(self) -> Optional[int]:
+        return dict(self.limits).get("maxWorkers")
+
+
+@dataclass(frozen=True)
+class WorkerCounts(Part):
+    by_status: list[tuple[str, int]] = field(default_factory=list)
+    median_run: Optional[str] = None
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.by_status)
+
+
+@dataclass(frozen=True)
+class Example:
+    worker: Optional[str]
+    batch_id: Optional[str]
+    node: Optional[str]
+    ce: Optional[str]
+    log_url: Optional[str]
+
+    @property
+    def link(self) -> Optional[str]:
+        """The log URL as a link target only when it is plain http(s), never `javascript:`."""
+        if self.log_url and self.log_url.lower().startswith(("http://", "https://")):
+            return self.log_url
+        return None
+
+
+@dataclass(frozen=True)
+class Reason:
+    text: str
+    count: int
+    source: str
+    examples: list[Example]
+
+
+@dataclass(frozen=True)
+class NotFinished(Part):
+    workers: Optional[int] = None
+    reasons: list[Reason] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class QueueDb:
+    error: Optional[str]
+    queue_config_error: Optional[str]
+    launch_limits: LaunchLimits
+    workers_now: WorkerCounts
+    workers_ended: WorkerCounts
+    not_finished: NotFinished
+
+
+def _entry(part: Mapping[str, Any], names: list[str]) -> tuple[Optional[str], Mapping[str, Any]]:
+    for name in names:
+        if isinstance(part.get(name), Mapping):
+            return name, obj(part.get(name))
+    return None, {}
+
+
+def _label(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def launch_limits(database: Mapping[str, Any], queue: str, now: dt.datetime) -> LaunchLimits:
+    part = database.get("launch_limits")
+    entry = obj(obj(part).get(queue))
+    source = f"harvester_db.launch_limits (pq_table) [{queue}]"
+    if error_of(part) is not None or not entry:
+        return LaunchLimits(source, error_of(part), False)
+    return LaunchLimits(
+        source, None, True,
+        limits=[(name, integer(entry.get(name))) for name in LIMITS],
+        by_type=sorted((str(kind), [integer(obj(values).get(name)) for name in LIMITS])
+                       for kind, values in obj(entry.get("by_type")).items()),
+        site_name=text(entry.get("siteName")),
+        job_fetch_time=stamp(entry.get("jobFetchTime"), now),
+        submit_time=stamp(entry.get("submitTime"), now),
+    )
+
+
+def _workers(database: Mapping[str, Any], name: str, sites: list[str]) -> WorkerCounts:
+    part = database.get(name)
+    if error_of(part) is not None:
+        return WorkerCounts(f"harvester_db.{name} (work_table)", error_of(part))
+    site, entry = _entry(obj(part), sites)
+    source = f"harvester_db.{name} (work_table) [{site or sites[0]}]"
+    if site is None:
+        return WorkerCounts(source)
+    if name == "workers_ended":
+        median = number(entry.get("finished_median_run_s"))
+        return WorkerCounts(source, None, True, counts(entry.get("by_status")),
+                            None if median is None else duration_text(median))
+    return WorkerCounts(source, None, True, counts(entry))
+
+
+def _reason(text_: str, group: Mapping[str, Any]) -> Reason:
+    examples = group.get("examples")
+    return Reason(
+        text=text_,
+        count=integer(group.get("count")) or 0,
+        source=text(group.get("source")) or "unknown",
+        examples=[Example(_label(obj(ex).get("worker")), _label(obj(ex).get("batch_id")),
+                          text(obj(ex).get("node")), text(obj(ex).get("ce")),
+                          text(obj(ex).get("log_url")))
+                  for ex in (examples if isinstance(examples, list) else [])][:EXAMPLES_SHOWN],
+    )
+
+
+def _from_candidates(candidates: list[Any], sites: list[str], source: str) -> NotFinished:
+    """Raw `workers_not_finished_candidates` rows (a record without the grouped part):
+    grouped by the harvester's own diagnostic, the only reason such a row carries."""
+    groups: dict[str, dict[str, Any]] = {}
+    for row in map(obj, candidates):
+        if row.get("computingSite") not in sites:
+            continue
+        reason = text(row.get("diagMessage")) or "no reason found"
+        group = groups.setdefault(reason, {"count": 0, "source": "harvester_diag",
+                                           "examples": []})
+        group["count"] += 1
+        group["examples"].append({"worker": row.get("workerID"), "batch_id": row.get("batchID"),
+                                  "node": row.get("nodeID"), "ce": row.get("computingElement"),
+                                  "log_url": row.get("batchLog")})
+    reasons = [_reason(name, group) for name, group in groups.items()]
+    return NotFinished(source, None, bool(reasons), sum(r.count for r in reasons),
+                       sorted(reasons, key=lambda r: (-r.count, r.text)))
+
+
+def not_finished(database: Mapping[str, Any], sites: list[str]) -> NotFinished:
+    part = database.get("workers_not_finished")
+    source = "harvester_db.workers_not_finished (work_table + condor event logs, 24 h)"
+    if part is None and isinstance(database.get("workers_not_finished_candidates"), list):
+        return _from_candidates(database["workers_not_finished_candidates"], sites,
+                                "harvester_db.workers_not_finished_candidates (work_table)")
+    if error_of(part) is not None:
+        return NotFinished(source, error_of(part))
+    site, entry = _entry(obj(part), sites)
+    if site is None:
+        return NotFinished(source)
+    reasons = [_reason(str(name), obj(group)) for name, group in obj(entry.get("reasons")).items()]
+    return NotFinished(f"{source} [{site}]", None, True, integer(entry.get("workers")),
+                       sorted(reasons, key=lambda r: (-r.count, r.text)))
+
+
+def queue_db(record: Mapping[str, Any], queue: str, now: dt.datetime) -> QueueDb:
+    database = obj(record.get("harvester_db"))
+    limits = launch_limits(database, queue, now)
+    sites = [queue]
+    if limits.site_name is not None and limits.site_name != queue:
+        sites.append(limits.site_name)
+    return QueueDb(
+        error=error_of(database),
+        queue_config_error=text(database.get("queue_config_error")),
+        launch_limits=limits,
+        workers_now=_workers(database, "workers_now", sites),
+        workers_ended=_workers(database, "workers_ended", sites),
+        not_finished=not_finished(database, sites),
+    )

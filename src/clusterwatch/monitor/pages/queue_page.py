@@ -1,0 +1,100 @@
+"""The PanDA queue page's data: one panel per harvester whose latest record names the queue."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from clusterwatch.monitor.pages.age import Stamp, is_stale, stamp
+from clusterwatch.monitor.pages.queue_db import QueueDb, queue_db
+from clusterwatch.monitor.pages.queue_view import (
+    Adjustment,
+    FailedCalls,
+    Fetching,
+    Submission,
+    adjustment,
+    failed_calls,
+    fetching,
+    last_failed_call,
+    submission,
+)
+from clusterwatch.monitor.pages.reading import integer, obj, text
+from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.pages.why import Why, harvester_why, queue_why
+
+
+@dataclass(frozen=True)
+class Interval:
+    since: Optional[Stamp]
+    seconds: Optional[int]
+    first_run: bool
+
+
+@dataclass(frozen=True)
+class HarvesterPanel:
+    key: str
+    report_id: int
+    hostname: Optional[str]
+    collected: Optional[Stamp]
+    received: Optional[Stamp]
+    stale: bool
+    interval: Interval
+    fetching: Fetching
+    submission: Submission
+    failed_calls: list[FailedCalls]
+    last_call: Optional[FailedCalls]
+    adjustment: Adjustment
+    db: QueueDb
+    why: Why
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    queue: str
+    panels: list[HarvesterPanel]
+    why: Why
+
+    @property
+    def several(self) -> bool:
+        """Several harvesters serve the queue: each panel then says its own why."""
+        return len(self.panels) > 1
+
+
+def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
+                    interval_s: int) -> HarvesterPanel:
+    record = stored.record
+    collected = stamp(stored.collected_at, now)
+    raw_interval = obj(record.get("interval"))
+    interval = Interval(stamp(raw_interval.get("since"), now),
+                        integer(raw_interval.get("seconds")),
+                        raw_interval.get("first_run") is True)
+    fetch = fetching(record, queue, now)
+    submit = submission(record, queue, now)
+    adjust = adjustment(record, queue, now)
+    calls = failed_calls(record, now)
+    return HarvesterPanel(
+        key=stored.key,
+        report_id=stored.report_id,
+        hostname=text(record.get("hostname")),
+        collected=collected,
+        received=stamp(stored.received_at, now),
+        stale=is_stale(collected, interval_s),
+        interval=interval,
+        fetching=fetch,
+        submission=submit,
+        failed_calls=calls,
+        last_call=last_failed_call(calls),
+        adjustment=adjust,
+        db=queue_db(record, queue, now),
+        why=harvester_why(fetch, submit, adjust, calls, collected, interval_s,
+                          interval.first_run),
+    )
+
+
+def queue_page(queue: str, stored: Sequence[StoredRecord], now: dt.datetime,
+               interval_s: int) -> QueuePage:
+    panels = [harvester_panel(one, queue, now, interval_s)
+              for one in sorted(stored, key=lambda one: one.key)]
+    return QueuePage(queue, panels, queue_why([(panel.key, panel.why) for panel in panels]))

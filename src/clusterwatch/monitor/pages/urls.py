@@ -1,0 +1,18 @@
+"""The operators' pages (included at the site root by `clusterwatch.monitor.urls`)."""
+
+from __future__ import annotations
+
+from django.urls import path
+from django.views.generic import RedirectView
+
+from clusterwatch.monitor.pages import views
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="monitor-hosts", permanent=False)),
+    path("hosts/", views.host_list, name="monitor-hosts"),
+    path("queues/", views.queue_list, name="monitor-queues"),
+    # `path`, not `str`: a queue name with a slash must still reach its page.
+    path("queues/<path:queue>/", views.queue_detail, name="monitor-queue"),
+    path("jobs/", views.job_lookup, name="monitor-jobs"),
+    path("jobs/<int:pandaid>/", views.job_detail, name="monitor-job"),
+]

@@ -1,0 +1,163 @@
+"""Channels as configured in TOML (`[[channels]]`), their secret files, and building them.
+
+Shared by the pool watch (`watch.toml`) and the monitor's alarms (`alarms.toml`), so both
+take the same syntax:
+
+    [[channels]]
+    type = "slack"            # slack | webhook | alertmanager
+    name = "ops"              # default: the type
+    webhook_file = "slack_webhook"   # slack: a mode-600 file holding the webhook URL
+    # url_file = "hook_url"   # webhook: a mode-600 file holding the URL (it may hold a token)
+    # url = "http://127.0.0.1:9093"  # alertmanager: the base URL (not a secret)
+    timeout_s = 10
+    labels = { team = "ops" }  # alertmanager: extra labels
+
+Secret files are named relative to the configuration file's directory and read only when
+the channels are built, never logged or quoted in an error.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from clusterwatch.errors import ConfigError
+from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
+from clusterwatch.notify.channel import Channel
+from clusterwatch.notify.http import HttpPost, post
+from clusterwatch.notify.slack import SlackWebhook
+from clusterwatch.notify.webhook import JsonWebhook
+
+CHANNEL_TYPES = ("slack", "alertmanager", "webhook")
+CHANNEL_KEYS = frozenset({"type", "name", "webhook_file", "url_file", "url", "timeout_s",
+                          "labels"})
+SECRET_KEYS = {"slack": "webhook_file", "webhook": "url_file"}
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    type: str
+    name: str
+    secret_file: Optional[Path] = None  # slack: webhook URL; webhook: URL (may hold a token)
+    url: Optional[str] = None  # alertmanager base URL (not a secret)
+    timeout_s: float = 10.0
+    labels: dict[str, str] = field(default_factory=dict)  # alertmanager extra labels
+
+
+def parse_channels(raw: Any, base_dir: Path) -> tuple[ChannelConfig, ...]:
+    """The `[[channels]]` array of a parsed TOML document; secret files from `base_dir`."""
+    if not isinstance(raw, list):
+        raise ConfigError("channels must be an array of tables ([[channels]])")
+    channels: list[ChannelConfig] = []
+    for index, item in enumerate(raw):
+        where = f"channels[{index}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{where} must be a table")
+        reject_unknown(item, set(CHANNEL_KEYS), where)
+        kind = item.get("type")
+        if kind not in CHANNEL_TYPES:
+            raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)}")
+        name = string(item, "name", where, kind)
+        if any(c.name == name for c in channels):
+            raise ConfigError(f"{where}: two channels are named {name!r}")
+        secret_key = SECRET_KEYS.get(kind)
+        secret_file = None
+        if secret_key is not None:
+            if secret_key not in item:
+                raise ConfigError(f"{where} ({kind}) needs {secret_key}, a file holding the URL")
+            secret_file = base_dir / string(item, secret_key, where)
+        url = string(item, "url", where)
+        if kind == "alertmanager" and not url:
+            raise ConfigError(f"{where} (alertmanager) needs url, e.g. http://127.0.0.1:9093")
+        labels = item.get("labels", {})
+        if not isinstance(labels, dict) or not all(
+            isinstance(value, str) for value in labels.values()
+        ):
+            raise ConfigError(f"{where}.labels must be a table of strings")
+        channels.append(ChannelConfig(
+            type=kind, name=name, secret_file=secret_file, url=str(url) if url else None,
+            timeout_s=positive(item, "timeout_s", 10.0, where),
+            labels={str(k): str(v) for k, v in labels.items()},
+        ))
+    return tuple(channels)
+
+
+def build_channels(
+    specs: Sequence[ChannelConfig], http_post: HttpPost = post, alertname: str = ALERTNAME
+) -> list[Channel]:
+    """The channels themselves; secrets are read here, and only here (ConfigError if unsafe)."""
+    channels: list[Channel] = []
+    for spec in specs:
+        if spec.type == "slack":
+            assert spec.secret_file is not None
+            channels.append(SlackWebhook(spec.name, read_secret(spec.secret_file),
+                                         spec.timeout_s, http_post))
+        elif spec.type == "webhook":
+            assert spec.secret_file is not None
+            channels.append(JsonWebhook(spec.name, read_secret(spec.secret_file),
+                                        spec.timeout_s, http_post))
+        else:
+            assert spec.url is not None
+            channels.append(AlertmanagerChannel(spec.name, spec.url, spec.timeout_s,
+                                                spec.labels, http_post, alertname))
+    return channels
+
+
+def read_secret(path: Path) -> str:
+    """The content of a secret file, refusing one that others can read (as ssh does)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"secret file {path} does not exist") from None
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"secret file {path} is readable by group or others "
+            f"(mode {stat.S_IMODE(info.st_mode):03o}); run: chmod 600 {path}"
+        )
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"secret file {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
+    if not value or any(ch.isspace() for ch in value):
+        raise ConfigError(f"secret file {path} must hold the URL alone, on one line")
+    if not value.lower().startswith(("https://", "http://")):
+        # Caught here rather than as a delivery error retried every minute; the message
+        # must not quote the value.
+        raise ConfigError(f"secret file {path} must hold an https:// (or http://) URL")
+    return value
+
+
+# Typed TOML values: TOML has types, so `url = 9090` is a mistake, not a URL.
+
+
+def reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(allowed))}")
+
+
+def positive(table: dict[str, Any], key: str, default: float = 0.0, where: str = "") -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"{key_name(where, key)} must be a positive number of seconds, "
+                          f"not {value!r}")
+    return float(value)
+
+
+def string(table: dict[str, Any], key: str, where: str, default: str = "") -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key_name(where, key)} must be a string, not {value!r}")
+    return value
+
+
+def key_name(where: str, key: str) -> str:
+    if not where:
+        return key
+    return f"{where} {key}" if where.startswith("[") else f"{where}.{key}"

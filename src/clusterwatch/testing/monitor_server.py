@@ -1,0 +1,249 @@
+"""The monitor under gunicorn on 127.0.0.1, as it runs in production, for tests and the demo.
+
+`monitor_server(data_dir)` runs `clusterwatch monitor migrate`, then gunicorn (several
+workers) on a free loopback port, waits until `/accounts/login/` answers 200, and stops it
+(SIGTERM, the graceful shutdown; SIGKILL after a timeout) when the block ends. The server's
+environment is built from scratch for the CLUSTERWATCH_* part: the caller's own
+CLUSTERWATCH_* variables never leak in, so a test names its database explicitly.
+
+Clients: clusterwatch.testing.monitor_client (`get`, an operator's `Session`).
+
+`private_database(data_dir)` gives that database: SQLite in `data_dir`, or, during the
+PostgreSQL test pass (CLUSTERWATCH_DATABASE_URL names a PostgreSQL server), a fresh database
+on that server, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from clusterwatch.monitor.database_url import sqlite_url
+from clusterwatch.testing.monitor_client import LOGIN_PATH, get
+from clusterwatch.testing.services import LOOPBACK, free_port
+
+READY_PATH = LOGIN_PATH  # answers 200 once a worker serves Django
+STARTUP_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+COMMAND_TIMEOUT = 300.0
+PORT_ATTEMPTS = 3
+LOG_TAIL_LINES = 40
+
+
+
+
+class MonitorStartError(Exception):
+    """migrate failed, gunicorn exited or did not answer; the message ends with its output."""
+
+
+@dataclass(frozen=True)
+class MonitorServer:
+    """A running monitor: `url` is its base URL, e.g. http://127.0.0.1:40123."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    environ: Mapping[str, str]
+    log_path: Path
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def manage(self, *arguments: str, check: bool = True, timeout: float = COMMAND_TIMEOUT,
+               extra_environ: Optional[Mapping[str, str]] = None,
+               ) -> subprocess.CompletedProcess[str]:
+        """`clusterwatch monitor ARGUMENTS` with the server's settings; output captured."""
+        return manage({**self.environ, **(extra_environ or {})}, *arguments, check=check,
+                      timeout=timeout)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return _tail(self.log_path, lines)
+
+
+def monitor_environ(data_dir: Path, database: Optional[Mapping[str, str]] = None,
+                    extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The caller's environment without its CLUSTERWATCH_* and Django settings, plus
+    CLUSTERWATCH_DATA_DIR=`data_dir`, `database` (CLUSTERWATCH_DATABASE_* entries; default
+    SQLite in `data_dir`) and `extra`."""
+    environ = {name: value for name, value in os.environ.items()
+               if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
+    environ["CLUSTERWATCH_DATA_DIR"] = str(data_dir)
+    environ["DJANGO_SETTINGS_MODULE"] = "clusterwatch.monitor.settings"
+    environ.update(database or {})
+    environ.update(extra or {})
+    return environ
+
+
+def manage(environ: Mapping[str, str], *arguments: str, check: bool = True,
+           timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    """Runs `clusterwatch monitor ARGUMENTS` (a real subprocess) in `environ`.
+
+    With `check`, a non-zero status raises MonitorStartError carrying the output.
+    """
+    try:
+        done = subprocess.run([sys.executable, "-m", "clusterwatch", "monitor", *arguments],
+                              env=dict(environ), capture_output=True, text=True,
+                              timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise MonitorStartError(f"clusterwatch monitor {' '.join(arguments[:1])} did not "
+                                f"finish within {timeout:g} s") from None
+    if check and done.returncode != 0:
+        raise MonitorStartError(
+            f"clusterwatch monitor {arguments[0] if arguments else ''} failed with status "
+            f"{done.returncode}:\n{_last_lines(done.stdout + done.stderr)}")
+    return done
+
+
+@contextlib.contextmanager
+def monitor_server(
+    data_dir: Path,
+    *,
+    database: Optional[Mapping[str, str]] = None,
+    extra_environ: Optional[Mapping[str, str]] = None,
+    workers: int = 2,
+    port: Optional[int] = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+) -> Iterator[MonitorServer]:
+    """The monitor migrated and served by gunicorn on 127.0.0.1 (`port`, default: a free one).
+
+    `database`: CLUSTERWATCH_DATABASE_URL (and _PASSWORD_FILE) entries, default SQLite in
+    `data_dir`; see `private_database`. The gunicorn log is `data_dir/gunicorn.log`.
+    """
+    data_dir = Path(data_dir)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the database and secret key
+    environ = monitor_environ(data_dir, database, extra_environ)
+    manage(environ, "migrate", "--noinput", "-v", "0")
+    log_path = data_dir / "gunicorn.log"
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        chosen = port or free_port()
+        process = _start_gunicorn(environ, chosen, workers, log_path)
+        url = f"http://{LOOPBACK}:{chosen}"
+        reason = _wait_ready(process, url + READY_PATH, startup_timeout)
+        if reason is None:
+            break
+        _stop(process)
+        tail = _tail(log_path)
+        if port is None and attempt < PORT_ATTEMPTS and "connection in use" in tail.lower():
+            continue  # someone took the port between our probe and gunicorn's bind
+        raise MonitorStartError(f"gunicorn {reason}\n--- end of its log ({log_path}) ---\n"
+                                f"{tail}")
+    try:
+        yield MonitorServer(url=url, process=process, environ=environ, log_path=log_path)
+    finally:
+        _stop(process)
+
+
+def _start_gunicorn(environ: Mapping[str, str], port: int, workers: int,
+                    log_path: Path) -> subprocess.Popen[bytes]:
+    import gunicorn
+
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"{LOOPBACK}:{port}",
+               "--workers", str(workers), "--graceful-timeout", "10",
+               "--access-logfile", "-", "--error-logfile", "-",
+               "clusterwatch.monitor.wsgi:application"]
+    if tuple(gunicorn.version_info) >= (25, 1):
+        # Otherwise every instance shares ~/.gunicorn/gunicorn.ctl (tests run several).
+        command.insert(3, "--no-control-socket")
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, env=dict(environ), stdin=subprocess.DEVNULL,
+                                   stdout=log, stderr=subprocess.STDOUT)
+    _live.add(process)
+    return process
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float) -> Optional[str]:
+    """None once `url` answers 200; otherwise why gunicorn is not serving."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            return f"exited with status {process.returncode}"
+        try:
+            status = get(url, timeout=2.0)[0]
+        except OSError:
+            status = 0
+        if status == 200:
+            return None
+        if time.monotonic() >= deadline:
+            return f"did not answer {url} with 200 within {timeout:g} s (last: {status})"
+        time.sleep(0.1)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        if process.poll() is None:
+            process.terminate()  # gunicorn: graceful, workers finish their requests
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    finally:
+        _live.discard(process)
+
+
+_live: set[subprocess.Popen[bytes]] = set()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for process in list(_live):
+        _stop(process)
+
+
+@contextlib.contextmanager
+def private_database(data_dir: Path) -> Iterator[dict[str, str]]:
+    """CLUSTERWATCH_DATABASE_* settings for a database of the caller's own.
+
+    SQLite at `data_dir/monitor.sqlite3`; during the PostgreSQL pass (this process's
+    CLUSTERWATCH_DATABASE_URL is postgresql://) a fresh database on that same server, with
+    the same credentials, dropped when the block ends.
+    """
+    url = os.environ.get("CLUSTERWATCH_DATABASE_URL", "")
+    if not url.startswith(("postgresql:", "postgres:")):
+        path = Path(data_dir).absolute() / "monitor.sqlite3"
+        yield {"CLUSTERWATCH_DATABASE_URL": sqlite_url(path)}
+        return
+    password_file = os.environ.get("CLUSTERWATCH_DATABASE_PASSWORD_FILE", "")
+    name = f"cw_{secrets.token_hex(6)}"
+    base, _, query = url.partition("?")
+    settings = {"CLUSTERWATCH_DATABASE_URL": base.rsplit("/", 1)[0] + "/" + name
+                + (f"?{query}" if query else "")}
+    if password_file:
+        settings["CLUSTERWATCH_DATABASE_PASSWORD_FILE"] = password_file
+    _admin_sql(url, password_file, f'CREATE DATABASE "{name}"')
+    try:
+        yield settings
+    finally:
+        _admin_sql(url, password_file, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _admin_sql(url: str, password_file: str, statement: str) -> None:
+    import psycopg
+
+    from clusterwatch.monitor.database_url import parse
+
+    entry: dict[str, Any] = parse(url, password_file or None)
+    with psycopg.connect(dbname="postgres", user=entry["USER"], password=entry["PASSWORD"],
+                         host=entry["HOST"], port=entry["PORT"] or None, autocommit=True,
+                         **entry["OPTIONS"]) as connection:
+        connection.execute(statement)
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        return _last_lines(path.read_text(encoding="utf-8", errors="replace"), lines)
+    except OSError as exc:
+        return f"(log unreadable: {exc.strerror})"
+
+
+def _last_lines(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

@@ -1,0 +1,144 @@
+"""Shared by the ingest tests: the real reporter's example record, tokens, posting helpers.
+
+`ingest_fixtures/record-example.json` was made by running the real reporter over
+`tests/reporter/fixtures/logs/new/` (so it is what a reporter sends, not hand-written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+from django.test import Client
+from hypothesis import strategies as st
+
+from clusterwatch.monitor.ingest import tokens
+from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
+
+EXAMPLE = Path(__file__).parent / "ingest_fixtures" / "record-example.json"
+KEY = "pandaharvester01"
+BASE_TIME = dt.datetime(2026, 10, 2, 18, 30, tzinfo=dt.timezone.utc)
+
+
+def example(key: str = KEY, collected_at: Optional[dt.datetime] = None) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    record["host"] = key
+    if collected_at is not None:
+        record["collected_at"] = utc(collected_at)
+    return record
+
+
+def utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def at(minutes: int) -> dt.datetime:
+    return BASE_TIME + dt.timedelta(minutes=minutes)
+
+
+def with_queues(record: dict[str, Any], count: int) -> dict[str, Any]:
+    """`record` with `count` more queues in fetching/submission/adjustment (a big harvester)."""
+    grown = copy.deepcopy(record)
+    fetch = record["fetching"]["queues"]["BNL_PanDA_1"]
+    submit = record["submission"]["queues"]["BNL_PanDA_1"]
+    adjust = record["adjustment"]["queues"]["BNL_PanDA_1"]
+    for number in range(count):
+        name = f"SITE_{number:04d}_PanDA"
+        grown["fetching"]["queues"][name] = copy.deepcopy(fetch)
+        grown["submission"]["queues"][name] = copy.deepcopy(submit)
+        grown["adjustment"]["queues"][name] = copy.deepcopy(adjust)
+    return grown
+
+
+def new_token(*keys: str) -> str:
+    return tokens.create(list(keys or (KEY,)))[1]
+
+
+def auth(token: str, scheme: str = "Token") -> dict[str, str]:
+    return {"HTTP_AUTHORIZATION": f"{scheme} {token}"}
+
+
+def url(key: str = KEY) -> str:
+    return f"/api/host-reports/{key}/"
+
+
+def post(client: Client, token: Optional[str], record: Any, key: str = KEY,
+         **extra: Any) -> Any:
+    data = record if isinstance(record, (bytes, str)) else json.dumps(record)
+    headers = auth(token) if token else {}
+    return client.post(url(key), data, content_type="application/json", **headers, **extra)
+
+
+def counts() -> tuple[int, int, int, int]:
+    """Rows of everything ingest writes: (reports, latest, latest queues, pushes)."""
+    return (HostReport.objects.count(), LatestReport.objects.count(),
+            LatestQueue.objects.count(), JobPush.objects.count())
+
+
+
+# --- records changed at random places, for the schema and fuzz tests -----------------------
+
+Path = tuple[Any, ...]
+Mutation = tuple[Path, str, Any]
+
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+    st.sampled_from([-1, 0, 1, 1.0, 2.5, -0.5, 100, 100.5, True, False, "", "x",
+                     "2026-10-02T18:27:05Z", "2026-10-02T18:27:05Z\n", "2026-10-02",
+                     "a/b", "BNL_PanDA_1", "\x00", "\ud800", 2**64, {}, [], {"error": "x"},
+                     {"error": 1}]),
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                 max_size=3),
+    max_leaves=6,
+)
+
+
+def paths(value: Any, here: Path = ()) -> Iterator[Path]:
+    """Every place in `value`, the root included."""
+    yield here
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from paths(item, (*here, name))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from paths(item, (*here, index))
+
+
+def mutations_of(base: dict[str, Any]) -> st.SearchStrategy[list[Mutation]]:
+    """One to three changes (replace, delete or add next to) at places of `base`."""
+    one = st.tuples(st.sampled_from(list(paths(base))),
+                    st.sampled_from(["replace", "delete", "add"]), JSON_VALUES)
+    return st.lists(one, min_size=1, max_size=3)
+
+
+def mutated(base: dict[str, Any], changes: list[Mutation]) -> dict[str, Any]:
+    record = copy.deepcopy(base)
+    for path, action, value in changes:
+        # An earlier change may have removed or replaced the place.
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            _apply(record, path, action, value)
+    return record
+
+
+def _apply(record: dict[str, Any], path: Path, action: str, value: Any) -> None:
+    if not path:
+        return
+    parent: Any = record
+    for part in path[:-1]:
+        parent = parent[part]
+    last = path[-1]
+    if action == "delete" and isinstance(parent, dict):
+        del parent[last]
+    elif action == "add" and isinstance(parent, dict):
+        parent[f"extra_{last}"] = value
+    else:
+        parent[last] = value

@@ -1,0 +1,104 @@
+"""Concurrent and killed `evaluate_alarms` runs: real processes over one SQLite database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses, fake_slack
+from tests.monitor.alarm_support import ssl_failing
+
+ROOT = Path(__file__).parents[2]
+SEED = textwrap.dedent("""
+    import json, sys, time, django
+    django.setup()
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0)
+    if len(sys.argv) > 1:
+        from clusterwatch.monitor.ingest.store import store_record
+        record = json.loads(sys.argv[1])
+        store_record(record["host"], record, len(sys.argv[1]))
+""")
+
+
+def environment(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CLUSTERWATCH_", "DJANGO_"))}
+    env.update(CLUSTERWATCH_DATA_DIR=str(data_dir),
+               CLUSTERWATCH_ALARMS_CONFIG=str(data_dir / "alarms.toml"),
+               DJANGO_SETTINGS_MODULE="clusterwatch.monitor.settings",
+               PYTHONPATH=str(ROOT / "src"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated database, made once and copied by each test (migrating takes seconds)."""
+    template = tmp_path_factory.mktemp("alarm-db")
+    subprocess.run([sys.executable, "-c", SEED], env=environment(template), check=True,
+                   timeout=120)
+    return template
+
+
+@pytest.fixture
+def monitor(migrated: Path, tmp_path: Path) -> Iterator[tuple[Path, HttpRecorder]]:
+    for name in ("monitor.sqlite3", "secret_key"):
+        shutil.copy(migrated / name, tmp_path / name)
+    record = ssl_failing(collected_at=time.time() - 30)
+    subprocess.run([sys.executable, "-c", SEED, json.dumps(record)],
+                   env=environment(tmp_path), check=True, timeout=120)
+    with fake_slack() as slack:
+        secret = tmp_path / "slack_webhook"
+        secret.write_text(f"{slack.url}/services/T0/B0/secret\n")
+        secret.chmod(0o600)
+        (tmp_path / "alarms.toml").write_text(
+            '[[channels]]\ntype = "slack"\nwebhook_file = "slack_webhook"\ntimeout_s = 20\n')
+        yield tmp_path, slack
+
+
+def evaluate(data_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "clusterwatch", "monitor", "evaluate_alarms"],
+        env=environment(data_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_it_lets_one_of_two_concurrent_runs_deliver(monitor: tuple[Path, HttpRecorder]) -> None:
+    data_dir, slack = monitor
+    slack.enqueue(SlackResponses.timeout(delay=3.0))  # keeps the first run inside delivery
+    first = evaluate(data_dir)
+    slack.wait_for(timeout=60)
+    second = evaluate(data_dir)
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert "another alarm run holds the lease" in err and "this run skips" in err
+    assert out == ""
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert "1 raised" in out and "slack delivered" in out
+    assert len(slack.requests) == 1
+
+
+def test_it_sends_again_after_the_run_was_killed(monitor: tuple[Path, HttpRecorder]) -> None:
+    data_dir, slack = monitor
+    slack.enqueue(SlackResponses.timeout(delay=30.0))
+    killed = evaluate(data_dir)
+    slack.wait_for(timeout=60)  # committed, and now waiting for Slack's answer
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=30)
+    rerun = evaluate(data_dir)
+    out, err = rerun.communicate(timeout=60)
+    assert rerun.returncode == 0, err
+    assert "took over the alarm lease from host" in err and "no longer runs" in err
+    assert "0 raised" in out and "slack delivered" in out  # the queued alert, not a new one
+    first, second = (request.json()["text"] for request in slack.requests)
+    assert first == second and "ALERT panda_unreachable pandaharvester01" in first
