@@ -56,9 +56,20 @@ def test_it_names_only_metrics_the_watch_writes() -> None:
 
 @pytest.mark.parametrize("unit", sorted((ROOT / "deploy" / "systemd").glob("*.service")))
 def test_it_ships_units_that_run_the_cli_verbs_that_exist(unit: Path) -> None:
+    import importlib
+
     from clusterwatch.cli import build_parser
 
-    exec_start = next(line for line in unit.read_text().splitlines()
-                      if line.startswith("ExecStart="))
-    argv = exec_start.split()[1:]
-    build_parser().parse_args(argv)  # exits (SystemExit) on an unknown verb or option
+    text = unit.read_text().replace("\\\n", " ")  # systemd's line continuations
+    commands = [line.split("=", 1)[1].split() for line in text.splitlines()
+                if line.startswith(("ExecStart=", "ExecStartPre="))]
+    assert commands
+    for argv in commands:
+        program = Path(argv[0]).name
+        assert argv[0].startswith("/opt/clusterwatch/bin/"), argv[0]  # the documented venv
+        if program == "clusterwatch":
+            build_parser().parse_args(argv[1:])  # exits (SystemExit) on an unknown verb
+        else:
+            assert program == "gunicorn", argv
+            module, _, name = next(a for a in argv[1:] if not a.startswith("-")).partition(":")
+            assert hasattr(importlib.import_module(module), name or "application")

@@ -143,7 +143,7 @@ REPORT_INTERVAL_S = _int("CLUSTERWATCH_REPORT_INTERVAL_S", 300)
 ALARMS_CONFIG = Path(os.environ.get("CLUSTERWATCH_ALARMS_CONFIG") or DATA_DIR / "alarms.toml")
 
 # Django's own body limit trips before the view sees the body; keep it just above ours so
-# that every oversize body ends in the same 413 (see ingest's middleware).
+# that every oversize body ends in the same 413 (see ingest/body.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_RECORD_BYTES + 1
 
 INSTALLED_APPS = [
