@@ -218,3 +218,10 @@ def test_it_reads_only_the_latest_records_of_the_queue(
         assert operator.get("/hosts/").status_code == 200
     with django_assert_max_num_queries(5):
         assert operator.get("/jobs/6723451/").status_code == 200
+
+
+@pytest.mark.parametrize("target", ["/hosts/", "/queues/", "/jobs/", "/alarms/"])
+def test_it_links_every_page_from_the_navigation_bar(operator: Client, target: str) -> None:
+    html = operator.get("/hosts/").content.decode()
+    nav = html[html.index("<nav"):html.index("</nav>")]
+    assert f'href="{target}"' in nav
