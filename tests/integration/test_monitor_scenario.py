@@ -1,0 +1,244 @@
+"""The 2026-10-02 incident end to end, with every part running as it runs in production.
+
+A harvester whose every fetch fails with `SSLError ... CERTIFICATE_VERIFY_FAILED` (log lines
+in the harvester's own format, from clusterwatch.testing.harvester_logs); the real reporter,
+built as the zipapp and run by the system's python3, posting over HTTP to the monitor under
+gunicorn on 127.0.0.1 with a token from `create_host_token`; an operator reading the queue
+and hosts pages through the login form; `evaluate_alarms` delivering to a loopback fake
+Slack. Then the fetches work again, and the same path carries the recovery.
+
+No MariaDB: the harvester's configuration names the sqlite engine, which the reporter does not
+read, so every database part of the record says so (the pages and alarms cope with that).
+
+During scripts/test's PostgreSQL pass, `private_database` puts the monitor on a fresh
+database of that server, so this runs against PostgreSQL too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clusterwatch.testing import harvester_logs as logs
+from clusterwatch.testing import harvester_scenario as scenario
+from clusterwatch.testing.harvester_scenario import Harvester, write_private
+from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
+from clusterwatch.testing.monitor_client import Session
+from clusterwatch.testing.monitor_server import MonitorServer, monitor_server, private_database
+
+pytestmark = pytest.mark.integration
+
+KEY = "pandaharvester02"
+QUEUES = ("BNL_PanDA_1", "BNL_GPU_1")
+CYCLES = 3  # fetch cycles the harvester logs between two reporter runs
+REPORTER_TIMEOUT_S = 60
+SLACK_TIMEOUT_S = 10
+TRACEBACK = "Traceback (most recent call last):"
+LINE_SPAN_S = 0.45  # a cycle's first line is logged up to 0.42 s before its moment
+QUEUE_STEP_S = 0.12  # between two queues' fetches in one cycle
+OPERATOR = "operator"
+_CREATE_OPERATOR = ("import os\nfrom django.contrib.auth import get_user_model\n"
+                    f"get_user_model().objects.create_user({OPERATOR!r}, "
+                    "password=os.environ['SCENARIO_PASSWORD'])\n")
+# Only what cron would give the reporter: no proxy (the monitor is on loopback) and none of
+# the caller's monitor or reporter settings.
+_NOT_PASSED = re.compile(r"^(?:CLUSTERWATCH_|SWF_|DJANGO_)|proxy$", re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class Scenario:
+    """The running parts and what has been said so far (for the leak checks)."""
+
+    server: MonitorServer
+    slack: HttpRecorder
+    host: Harvester
+    python3: str
+    app: Path
+    volume: str
+    token: str = ""
+    outputs: list[str] = dataclasses.field(default_factory=list)
+    last_run_ended: float = 0.0
+    next_run_at: float = 0.0
+
+    def interval(self) -> tuple[float, float]:
+        """(start, end) for the harvester's lines before the next run: from the end of the
+        previous run to a whole second at least a second away, when the next one starts."""
+        self.next_run_at = math.floor(max(self.last_run_ended, time.time()) + 1.0) + 1.0
+        return self.last_run_ended + LINE_SPAN_S, self.next_run_at - 0.05
+
+    def report(self) -> None:
+        """One cron run of the zipapp; exit 0 means the record (and any backlog) posted."""
+        # collected_at has whole seconds and "latest" moves only to a newer one, so a run
+        # starts in a later second than the previous one, and after the lines it is to
+        # read were dated: a wait on the clock (under 2 s), not a guess.
+        if self.last_run_ended:
+            start_at = max(self.next_run_at, math.floor(self.last_run_ended) + 1.0)
+            time.sleep(max(0.0, start_at - time.time()))
+        environ = {name: value for name, value in os.environ.items()
+                   if not _NOT_PASSED.search(name)}
+        done = subprocess.run(
+            [self.python3, str(self.app), *self.host.reporter_args([self.volume])],
+            env=environ, capture_output=True, text=True, timeout=REPORTER_TIMEOUT_S,
+            check=False, stdin=subprocess.DEVNULL)
+        self.last_run_ended = time.time()
+        self.outputs.append(done.stdout + done.stderr)
+        assert self.token not in done.stdout + done.stderr, "the reporter printed its token"
+        assert done.returncode == 0, f"reporter exit {done.returncode}: {done.stderr[-2000:]}"
+
+    def manage(self, *arguments: str) -> str:
+        done = self.server.manage(*arguments)
+        self.outputs.append(done.stdout + done.stderr)
+        return done.stdout
+
+
+def page_text(session: Session, path: str) -> str:
+    status, body = session.get(path)
+    assert status == 200, f"{path} answered {status}"
+    return html.unescape(body.decode("utf-8"))
+
+
+def failing_interval(start: float, end: float) -> tuple[dict[str, str], str]:
+    """Every fetch of every queue fails on PanDA's certificate, as the job fetcher and the
+    communicator log it; and the communicator's last line (its first physical line: the
+    traceback follows on lines without a timestamp)."""
+    fetcher, communicator = [], []
+    for at in logs.moments(start, end, CYCLES):  # over 0.25 s apart
+        for n, queue in enumerate(QUEUES):  # one after the other, each taking 0.1 s
+            when = at - QUEUE_STEP_S * (len(QUEUES) - 1 - n)
+            communicator.append(logs.get_jobs_cert_failure(when - 0.005, queue, scenario.PANDA))
+            fetcher.append(logs.fetch_cert_failure(when, queue, 35, scenario.PANDA))
+    last_line = communicator[-1].splitlines()[0]
+    assert "CERTIFICATE_VERIFY_FAILED" in last_line and last_line.endswith(TRACEBACK)
+    return {"job_fetcher": "".join(fetcher), "communicator": "".join(communicator)}, last_line
+
+
+def healthy_interval(start: float, end: float) -> dict[str, str]:
+    """PanDA answers again: jobs for the first queue, "no jobs in PanDA" for the second."""
+    records = []
+    for n, at in enumerate(logs.moments(start, end, CYCLES)):
+        records.append(logs.fetch(at - QUEUE_STEP_S, QUEUES[0], 35, 20 + n))
+        records.append(logs.fetch(at, QUEUES[1], 10, 0, "no jobs in PanDA"))
+    # The fetcher's threads overlap; its log is still in time order (one-line records).
+    return {"job_fetcher": "".join(sorted(line for record in records
+                                          for line in record.splitlines(keepends=True)))}
+
+
+def slack_lines(request_text: str, action: str) -> list[str]:
+    return [line for line in request_text.splitlines()
+            if f" {action} panda_unreachable {KEY}:" in line]
+
+
+@pytest.fixture
+def python3(need_binary: Callable[[str], str]) -> str:
+    return need_binary("python3")  # the harvester hosts' interpreter runs the zipapp
+
+
+def test_it_follows_an_unreachable_panda_from_the_harvester_log_to_slack_and_back(
+    tmp_path: Path, python3: str
+) -> None:
+    host = Harvester(KEY, f"{KEY}.sdcc.bnl.gov", "new", QUEUES, None, True, 0,
+                     tmp_path / "harvester")
+    # Its files, and an hour of failing fetches that the first run only skips past.
+    scenario.set_up(host, None, "", time.time())
+    app = tmp_path / "harvester-reporter.pyz"
+    subprocess.run([sys.executable, "-m", "clusterwatch", "reporter", "build", "--output",
+                    str(app)], check=True, capture_output=True, timeout=60)
+    data_dir = tmp_path / "monitor"
+
+    with private_database(tmp_path) as database, \
+            monitor_server(data_dir, database=database, workers=2) as server, \
+            fake_slack() as slack:
+        run = Scenario(server, slack, host, python3, app, volume=str(tmp_path))
+        # The token, as an operator makes it: printed once, as the last line.
+        run.token = server.manage("create_host_token", KEY).stdout.strip().splitlines()[-1]
+        host.write_env(server.url, run.token)
+        assert host.env_file.stat().st_mode & 0o777 == 0o600
+        password = "scenario-" + os.urandom(6).hex()
+        server.manage("shell", "-c", _CREATE_OPERATOR,
+                      extra_environ={"SCENARIO_PASSWORD": password})
+        # One channel, as in production: the webhook URL in a mode-600 file beside the
+        # config. A full disk on the test machine must not add an alarm of its own.
+        write_private(data_dir / "slack_webhook", slack.url + SLACK_WEBHOOK_PATH + "\n")
+        (data_dir / "alarms.toml").write_text(
+            'disk_used_percent = 100\n\n[[channels]]\ntype = "slack"\n'
+            'name = "scenario-slack"\nwebhook_file = "slack_webhook"\n', encoding="utf-8")
+        session = Session(server.url)
+        session.login(OPERATOR, password)
+
+        # 1. The first run only sets the log positions: the host is known, no queue yet
+        # (this harvester has no database the reporter reads, so only its logs name them).
+        run.report()
+        assert f'<tr id="host-{KEY}"' in page_text(session, "/hosts/")
+        queue_page = f"/queues/{QUEUES[0]}/"
+        assert session.get(queue_page)[0] == 404
+
+        # 2. The harvester logs an interval of failing fetches; the reporter posts it.
+        failing, last_line = failing_interval(*run.interval())
+        logs.append(host.log_dir, failing)
+        run.report()
+
+        text = page_text(session, queue_page)
+        attempts = CYCLES
+        assert (f"every fetch in the last interval failed with SSLError ({attempts} of "
+                f"{attempts})") in text
+        assert re.search(r"Error class:\s*<span class=\"error-class\">SSLError</span>", text)
+        # The one line that says why, exactly as the harvester wrote it (communicator.last).
+        assert f'<pre class="logline">{last_line}</pre>' in text
+        assert "communicator.last" in text
+        hosts = page_text(session, "/hosts/")
+        assert f'<tr id="host-{KEY}"' in hosts and f"<strong>{KEY}</strong>" in hosts
+        assert f'href="/queues/{QUEUES[1]}/"' in hosts
+
+        # 3. The alarm names the harvester, the error class and the line.
+        printed = run.manage("evaluate_alarms")
+        assert "1 raised" in printed and "scenario-slack delivered" in printed
+        (alert,) = slack.wait_for(timeout=SLACK_TIMEOUT_S)
+        alert_text = alert.json()["text"]
+        (alert_line,) = slack_lines(alert_text, "ALERT")
+        assert f"{KEY}: every fetch failed with SSLError ({len(QUEUES) * CYCLES} of " \
+               f"{len(QUEUES) * CYCLES})" in alert_line
+        said = " ".join(last_line.split()).removesuffix(TRACEBACK).rstrip()
+        assert f"last error: {said} (incident " in alert_line
+        incident = re.search(r"\(incident ([0-9a-f]+)\)$", alert_line)
+        assert incident is not None
+        status = json.loads(run.manage("alarms_status", "--json"))
+        assert [a["target"] for a in status["open_alarms"]] == [f"panda_unreachable:{KEY}"]
+        assert status["open_alarms"][0]["incident"] == incident.group(1)
+
+        # 4. PanDA answers again: the next interval's fetches succeed.
+        logs.append(host.log_dir, healthy_interval(*run.interval()))
+        run.report()
+        printed = run.manage("evaluate_alarms")
+        assert "1 recovered, 0 open" in printed
+        _, recovery = slack.wait_for(timeout=SLACK_TIMEOUT_S, count=2)
+        (recover_line,) = slack_lines(recovery.json()["text"], "RECOVER")
+        assert f"{KEY}: fetches succeed again ({2 * CYCLES} of {2 * CYCLES} OK" in recover_line
+        assert recover_line.endswith(f"(incident {incident.group(1)})")
+
+        text = page_text(session, queue_page)
+        assert "every fetch" not in text and "Error class" not in text
+        assert f"jobs arrive: got {sum(20 + n for n in range(CYCLES))} in the last interval" \
+            in text
+        status_text = run.manage("alarms_status")
+        assert "open alarms: 0" in status_text
+        assert f"panda_unreachable:{KEY} at " in status_text  # recently recovered
+        assert f"incident {incident.group(1)}" in status_text
+        pages = [page_text(session, path) for path in (queue_page, "/hosts/")]
+
+    # Nothing said the token or the webhook: the reporter, the commands after
+    # create_host_token, the pages, or gunicorn's log (read after it stopped).
+    said_anywhere = "\n".join([*run.outputs, *pages, server.log_path.read_text()])
+    assert run.token not in said_anywhere
+    assert SLACK_WEBHOOK_PATH not in said_anywhere
+    assert len(slack.requests) == 2
