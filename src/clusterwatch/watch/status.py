@@ -20,17 +20,7 @@ def summary(watch_state: WatchState, now: float) -> dict[str, Any]:
             for target, record in sorted(watch_state.records.items())
             if record.incident is not None
         ],
-        "channels": {
-            name: {
-                "pending": [event.to_json() for event in outbox.pending(name)],
-                "dead_letters": [event.to_json() for event in channel.dead],
-                "rate_limited_until": channel.not_before if channel.not_before > now else None,
-                "last_error": channel.last_error,
-                "last_error_t": channel.last_error_t,
-                "last_success_t": channel.last_success_t,
-            }
-            for name, channel in sorted(outbox.channels.items())
-        },
+        "channels": outbox.channel_summaries(now),
         "recent_attempts": [attempt.to_json() for attempt in outbox.history[-20:]],
     }
 

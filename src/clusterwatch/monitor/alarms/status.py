@@ -32,17 +32,7 @@ def summary(now: float, recent: int = 20) -> dict[str, Any]:
             .order_by("-closed_at")[:recent]
             if alarm.closed_at is not None
         ],
-        "channels": {
-            name: {
-                "pending": [event.to_json() for event in outbox.pending(name)],
-                "dead_letters": [event.to_json() for event in channel.dead],
-                "rate_limited_until": channel.not_before if channel.not_before > now else None,
-                "last_error": channel.last_error,
-                "last_error_t": channel.last_error_t,
-                "last_success_t": channel.last_success_t,
-            }
-            for name, channel in sorted(outbox.channels.items())
-        },
+        "channels": outbox.channel_summaries(now),
         "recent_attempts": [attempt.to_json() for attempt in outbox.history[-recent:]],
     }
 
