@@ -65,8 +65,8 @@ class Tree:
         uid: int = ALICE,
         comm: str = "python (x)",
     ) -> Path:
-        """A /proc/<pid> directory: stat, status, io (read_bytes, write_bytes, syscr, syscw),
-        fd/ links to `fds`, cwd link, environ."""
+        """A /proc/<pid> directory: stat, statm, status, io (read_bytes, write_bytes, syscr,
+        syscw), fd/ links to `fds`, task/ with a directory per thread, cwd link, environ."""
         base = self.proc / str(pid)
         (base / "fd").mkdir(parents=True, exist_ok=True)
         # Fields 3..: state, then 16 fields, num_threads (20), itrealvalue, starttime (22),
@@ -74,6 +74,12 @@ class Tree:
         fields = ["S", *["0"] * 16, str(threads), "0", str(starttime), "0", str(rss_pages),
                   *["0"] * 28]
         (base / "stat").write_text(f"{pid} ({comm}) {' '.join(fields)}\n")
+        # size, resident, shared, text, lib (0), data, dirty (0): pages.
+        (base / "statm").write_text(f"{rss_pages * 3} {rss_pages} {rss_pages // 2} 10 0 "
+                                    f"{rss_pages} 0\n")
+        # As in /proc, the link count of task/ is 2 + its number of threads (directories).
+        for tid in range(pid, pid + threads):
+            (base / "task" / str(tid)).mkdir(parents=True, exist_ok=True)
         (base / "status").write_text(
             f"Name:\t{comm}\nState:\tS (sleeping)\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
         if io is not None:

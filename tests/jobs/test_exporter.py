@@ -5,11 +5,13 @@ from __future__ import annotations
 import errno
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from clusterwatch.jobs import sampler as sampler_module
+from clusterwatch.jobs.cgroup_stats import read_stats
 from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.file_reader import read_file
 from tests.jobs.fake_tree import ALICE, Scrape, Tree, user_name, v1_slurm_job, v2_job
@@ -17,7 +19,7 @@ from tests.jobs.fake_tree import ALICE, Scrape, Tree, user_name, v1_slurm_job, v
 LABELS = {"jobid": "42", "user": user_name(ALICE)}
 
 
-def registry_for(tree: Tree, **kwargs: object) -> CollectorRegistry:
+def registry_for(tree: Tree, **kwargs: Any) -> CollectorRegistry:
     registry = CollectorRegistry()
     registry.register(JobsCollector(tree.cgroup, tree.proc, nvml=None, **kwargs))
     return registry
@@ -76,7 +78,7 @@ def test_it_reports_the_other_jobs_when_one_job_fails(
         tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
     v1_slurm_job(tree, "42")
     v1_slurm_job(tree, "43")
-    real = sampler_module.read_stats
+    real = read_stats
 
     def failing(job, files):  # type: ignore[no-untyped-def]
         if job.jobid == "43":

@@ -1,5 +1,5 @@
-"""Identity resolution: remembered per job directory, bounded, retried with a backoff only
-when the job ID does not depend on it."""
+"""Identity resolution: remembered per job directory, bounded; a job whose environment says
+nothing is looked at again only when it has processes not looked at yet, or after a while."""
 
 from __future__ import annotations
 
@@ -72,14 +72,53 @@ def test_it_retries_an_unresolved_job_with_a_path_job_id_only_after_a_while(tree
     assert opener.environ_reads == 2
 
 
-def test_it_retries_an_unresolved_sluid_job_at_every_collection(tree: Tree) -> None:
+def test_it_does_not_read_an_unresolved_jobs_processes_again(tree: Tree) -> None:
+    tree.process(101, environ={"HOME": "/root"})
+    resolver, _, opener = identities(tree)
+    sluid = job(tree, "s8FXKTA79XAR00", None)
+    for _ in range(5):  # collections with the same process: one read in all
+        assert resolver.resolve(sluid, [101])[0].jobid is None
+    assert opener.environ_reads == 1
+
+
+def test_it_looks_only_at_the_new_processes_of_an_unresolved_job(tree: Tree) -> None:
     tree.process(101, environ={"HOME": "/root"})
     resolver, _, opener = identities(tree)
     sluid = job(tree, "s8FXKTA79XAR00", None)
     resolver.resolve(sluid, [101])
     tree.process(102, environ={"SLURM_JOB_ID": "99"})
     assert resolver.resolve(sluid, [101, 102])[0].jobid == "99"
-    assert opener.environ_reads == 3
+    assert opener.environ_reads == 2  # 101 once, 102 once
+    assert resolver.resolve(sluid, [101, 102])[0].jobid == "99"
+    assert opener.environ_reads == 2  # resolved: kept
+
+
+def test_it_looks_at_every_process_again_after_a_while(tree: Tree) -> None:
+    tree.process(101, environ={"HOME": "/root"})
+    resolver, clock, opener = identities(tree)
+    sluid = job(tree, "s8FXKTA79XAR00", None)
+    resolver.resolve(sluid, [101])
+    clock.now += RETRY_S - 1
+    resolver.resolve(sluid, [101])
+    assert opener.environ_reads == 1
+    # The process ran another program, with the job's environment this time.
+    (tree.proc / "101" / "environ").write_bytes(b"SLURM_JOB_ID=99\0")
+    clock.now += 1
+    assert resolver.resolve(sluid, [101])[0].jobid == "99"
+    assert opener.environ_reads == 2
+
+
+def test_it_stays_bounded_for_a_job_that_churns_processes(tree: Tree) -> None:
+    resolver, _, opener = identities(tree)
+    sluid = job(tree, "s8FXKTA79XAR00", None)
+    for collection in range(10):
+        pids = list(range(1000 + 20 * collection, 1020 + 20 * collection))
+        for pid in pids:
+            tree.process(pid, environ={"HOME": "/root"})
+        resolver.resolve(sluid, pids)
+        assert opener.environ_reads == TRIES * (collection + 1)
+    # Processes that exited are not remembered.
+    assert len(resolver._unresolved[(sluid.key, sluid.inode)].looked_at) <= 20
 
 
 def test_it_forgets_jobs_whose_directories_are_gone(tree: Tree) -> None:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import threading
+from typing import Optional
 
+import pytest
+
+from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.file_reader import ErrorCounts, FileReader, read_file
 from clusterwatch.jobs.procfs import IoCounters, ProcReader
-from tests.jobs.fake_tree import PAGE, Tree
+from tests.jobs.fake_tree import PAGE, Tree, v1_slurm_job
 
 
 def reader(tree_proc: str, opener=read_file) -> tuple[ProcReader, ErrorCounts]:  # type: ignore[no-untyped-def]
@@ -91,3 +97,57 @@ def test_it_adds_and_floors_io_counters_field_by_field() -> None:
     a, b = IoCounters(1, 2, 3, 4), IoCounters(10, 0, 30, 0)
     assert a.plus(b) == IoCounters(11, 2, 33, 4)
     assert a.at_least(b) == IoCounters(10, 2, 30, 4)
+
+
+WRITER = ("import os, sys, time\n"
+          "for _ in range(500): os.write(1, b'x')\n"
+          "print(flush=True); time.sleep(60)\n")
+
+
+def start_with_pid(pid: int) -> Optional[subprocess.Popen[bytes]]:
+    """A process that gets `pid` (root: the kernel's next PID is set through ns_last_pid);
+    None when other processes of the machine keep taking it."""
+    for _ in range(50):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as last:
+                last.write(str(pid - 1))
+        except OSError:
+            return None
+        child = subprocess.Popen(["sleep", "60"])
+        if child.pid == pid:
+            return child
+        child.kill()
+        child.wait()
+    return None
+
+
+def test_it_tells_a_reused_pid_from_the_process_that_had_it(tree: Tree) -> None:
+    """The held /proc files belong to the first process: after it exits and another takes
+    its PID, the exporter reads the new one and counts it as a new process."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to choose the next PID")
+    first = subprocess.Popen([sys.executable, "-c", WRITER], stdout=subprocess.PIPE)
+    second = None
+    try:
+        assert first.stdout is not None
+        first.stdout.readline()  # it wrote 500 times
+        v1_slurm_job(tree, "42", tasks={"step_0/task_0": [first.pid]})
+        collector = JobsCollector(tree.cgroup, "/proc", nvml=None)
+        [sample] = collector.collect_samples()[0]
+        assert sample.spawned == 1 and sample.io is not None
+        written = sample.io.write_operations
+        assert written >= 500
+        first.kill()
+        first.wait()
+        second = start_with_pid(first.pid)
+        if second is None:
+            pytest.skip("the PID was taken by another process of this machine")
+        [sample] = collector.collect_samples()[0]
+        assert (sample.processes, sample.spawned) == (1, 2)
+        assert sample.io is not None and sample.io.write_operations >= written
+        assert collector.errors.snapshot()["process_vanished"] == 0
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()

@@ -116,3 +116,55 @@ def test_it_collects_a_real_process_in_real_cgroups(real_root: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+GROWER = """
+import sys, time
+sys.stdin.readline()
+data = b"x" * (48 << 20)
+deadline = time.process_time() + 0.2
+while time.process_time() < deadline:
+    sum(range(10000))
+print("grown", flush=True)
+time.sleep(60)
+"""
+
+
+def test_it_sees_every_change_between_collections_a_moment_apart(real_root: Path) -> None:
+    """The files kept open between collections give what is true at each read: a process
+    that joined or left the job, memory and CPU time that grew (an open cgroup v1
+    cgroup.procs would list the same PIDs again for a second: it is never kept open)."""
+    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    second: subprocess.Popen[str] | None = None
+    try:
+        for controller in CONTROLLERS:
+            (real_root / controller / TASK / "cgroup.procs").write_text(f"{first.pid}\n")
+        collector = JobsCollector(real_root, "/proc", nvml=None)
+        [before] = collector.collect_samples()[0]
+        assert before.processes == 1 and collector._sampler.files.held
+        second = subprocess.Popen([sys.executable, "-c", GROWER], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        for controller in CONTROLLERS:
+            (real_root / controller / TASK / "cgroup.procs").write_text(f"{second.pid}\n")
+        assert second.stdin is not None and second.stdout is not None
+        second.stdin.write("go\n")
+        second.stdin.flush()
+        assert second.stdout.readline() == "grown\n"
+        [grown] = collector.collect_samples()[0]
+        assert grown.processes == 2 and grown.spawned == 2
+        assert grown.cgroup.memory_usage_bytes is not None
+        assert before.cgroup.memory_usage_bytes is not None
+        assert grown.cgroup.memory_usage_bytes >= before.cgroup.memory_usage_bytes + 40 * MIB
+        assert grown.process_rss_bytes >= before.process_rss_bytes + 40 * MIB
+        assert grown.cgroup.cpu_seconds is not None and before.cgroup.cpu_seconds is not None
+        assert grown.cgroup.cpu_seconds >= before.cgroup.cpu_seconds + 0.15
+        first.kill()
+        first.wait()
+        [after] = collector.collect_samples()[0]
+        assert (after.processes, after.spawned) == (1, 2)
+        assert collector.errors.snapshot()["process_vanished"] == 0
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()

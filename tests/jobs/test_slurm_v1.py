@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -19,7 +21,7 @@ ENVIRON = {"SLURM_JOB_ID": "42", "SLURM_JOB_ACCOUNT": "def-prof", "SLURM_JOB_PAR
            "SLURM_JOB_GPUS": "0,1"}
 
 
-def registry_for(tree: Tree, **kwargs: object) -> CollectorRegistry:
+def registry_for(tree: Tree, **kwargs: Any) -> CollectorRegistry:
     registry = CollectorRegistry()
     registry.register(JobsCollector(str(tree.cgroup), str(tree.proc), nvml=None, **kwargs))
     return registry
@@ -135,3 +137,56 @@ def test_it_ignores_directories_that_are_not_jobs(tree: Tree) -> None:
     (tree.cgroup / "memory" / "slurmd.service").mkdir()
     (tree.cgroup / "memory" / "user.slice" / "uid_1" / "job_3").mkdir(parents=True)
     assert [job.jobid for job in SlurmV1().discover(str(tree.cgroup))] == ["8"]
+
+
+def test_it_leaves_slurmstepd_out_of_the_jobs_processes(tree: Tree) -> None:
+    """Slurm on v1 puts each step's slurmstepd in freezer's job directory itself (and in
+    memory's and cpuset's step directories), where its processes are listed: it is told
+    apart by its command name and root, as on v2, and counted nowhere."""
+    dirs = v1_slurm_job(tree, "42", tasks={"step_batch/task_0": [101], "step_0/task_0": [102]})
+    (dirs["freezer"] / "cgroup.procs").write_text("90\n91\n")
+    for pid in (90, 91):
+        tree.process(pid, uid=0, comm="slurmstepd", threads=7, rss_pages=1000,
+                     io=(1 << 30, 1 << 30, 1000, 1000), fds=["/dev/null"] * 9)
+    tree.process(101, threads=2, io=(100, 10, 1, 1), environ=ENVIRON)
+    tree.process(102, threads=3, io=(200, 20, 2, 2), environ=ENVIRON)
+    registry = registry_for(tree)
+    labels = {"jobid": "42", "user": user_name(ALICE)}
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("jobs_processes") == 2
+    assert value("jobs_threads") == 5
+    assert value("jobs_process_threads_max") == 3
+    assert value("jobs_open_files") == 2
+    assert value("jobs_memory_process_rss_bytes") == 200 * PAGE
+    assert value("jobs_spawned_processes_total") == 2
+    assert value("jobs_read_bytes_total") == 300
+    assert value("jobs_write_operations_total") == 3
+    assert value("jobs_steps") == 2
+    assert registry.get_sample_value("jobs_exporter_errors_total",
+                                     {"kind": "process_vanished"}) == 0
+
+
+def test_it_counts_a_users_process_that_is_called_slurmstepd(tree: Tree) -> None:
+    dirs = v1_slurm_job(tree, "42", tasks={"step_0/task_0": [101]})
+    (dirs["freezer"] / "cgroup.procs").write_text("90\n")
+    tree.process(90, uid=0, comm="slurmstepd")
+    tree.process(101, comm="slurmstepd", threads=4)  # the user's own, not root
+    registry = registry_for(tree)
+    labels = {"jobid": "42", "user": user_name(ALICE)}
+    assert registry.get_sample_value("jobs_processes", labels) == 1
+    assert registry.get_sample_value("jobs_threads", labels) == 4
+
+
+def test_it_does_not_take_the_identity_from_slurmstepd(tree: Tree) -> None:
+    dirs = v1_slurm_job(tree, "42", tasks={"step_0/task_0": [101]})
+    (dirs["freezer"] / "cgroup.procs").write_text("90\n")
+    tree.process(90, uid=0, comm="slurmstepd",
+                 environ={"SLURM_JOB_ID": "42", "SLURM_JOB_ACCOUNT": "root-account"})
+    tree.process(101, environ=ENVIRON)
+    registry = registry_for(tree)
+    assert registry.get_sample_value("jobs_info", {
+        "jobid": "42", "user": user_name(ALICE), "uid": str(ALICE), "account": "def-prof",
+        "partition": "cpu", "scheduler": "slurm", "cgroup": f"slurm/uid_{ALICE}/job_42"}) == 1

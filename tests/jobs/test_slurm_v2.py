@@ -123,3 +123,14 @@ def test_it_reads_an_empty_cpuset_as_unknown(tree: Tree) -> None:
     (job / "cpuset.cpus").write_text("")
     registry = registry_for(tree)
     assert registry.get_sample_value("jobs_cpus", {"jobid": "81", "user": ""}) is None
+
+
+def test_it_leaves_out_slurmstepd_wherever_it_sits(tree: Tree) -> None:
+    # A layout where slurmstepd is not in step_*/slurm: still not a job process.
+    v2_job(tree, SCOPE, "job_79", tasks={"step_0/stepd": [90], "step_0/user/task_0": [101]})
+    tree.process(90, uid=0, comm="slurmstepd", threads=5)
+    tree.process(101, threads=2)
+    registry = registry_for(tree)
+    labels = {"jobid": "79", "user": user_name(ALICE)}
+    assert registry.get_sample_value("jobs_processes", labels) == 1
+    assert registry.get_sample_value("jobs_threads", labels) == 2

@@ -27,13 +27,10 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
 
 def parse_flat_keyed(text: str) -> dict[str, int]:
     """`key value` lines (memory.stat, cpu.stat, cpuacct.stat, memory.events) -> a dict."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        key, _, value = line.partition(" ")
-        values[key] = int(value)
-    return values
+    fields = text.split()
+    if len(fields) % 2:
+        raise ValueError(f"not `key value` lines: {text[:80]!r}")
+    return dict(zip(fields[::2], map(int, fields[1::2])))
 
 
 def parse_int(text: str) -> int:

@@ -63,7 +63,7 @@ class _Parsed:
                  parse: Callable[[str], T]) -> Optional[T]:
         if directory is None:
             return None
-        path = os.path.join(directory, name)
+        path = f"{directory}/{name}"
         text = self.files.cgroup_text(path)
         if text is None:
             return None

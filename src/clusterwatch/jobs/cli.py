@@ -98,6 +98,7 @@ def _seconds(text: str) -> float:
 
 def _collector(args: argparse.Namespace) -> JobsCollector:
     from clusterwatch.jobs.exporter import JobsCollector
+    from clusterwatch.jobs.file_reader import raise_open_files_limit
 
     for option, path in (("--cgroup-root", args.cgroup_root), ("--proc-root", args.proc_root)):
         if not os.path.isdir(path):
@@ -105,31 +106,29 @@ def _collector(args: argparse.Namespace) -> JobsCollector:
     for path in args.scratch:
         if not os.path.isabs(path):
             raise UsageError(f"--scratch {path}: give an absolute path")
+    # Files read at every collection stay open between collections (about four per job
+    # process): allow what the hard limit allows.
+    raise_open_files_limit()
     return JobsCollector(args.cgroup_root, args.proc_root, args.scratch, args.scheduler)
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry, generate_latest
+    from clusterwatch.jobs.exposition import TEXT
 
-    registry = CollectorRegistry()
-    registry.register(_collector(args))
-    sys.stdout.write(generate_latest(registry).decode("utf-8"))
+    sys.stdout.write(_collector(args).exposition(TEXT).decode("utf-8"))
     return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry
-
     from clusterwatch.jobs import serve
 
     try:
         host, port = serve.parse_listen(args.listen)
     except ValueError as exc:
         raise UsageError(f"--listen: {exc}") from None
-    registry = CollectorRegistry()
-    registry.register(_collector(args))
+    collector = _collector(args)
     try:
-        server = serve.bind(registry, host, port)
+        server = serve.bind(collector, host, port)
     except OSError as exc:
         raise RunError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
     log.info("serving job metrics on %s port %d, path /metrics", host or "every IPv4 address",

@@ -31,25 +31,38 @@ class JobCounters:
 
     def update(self, readings: Iterable[tuple[ProcessKey, Optional[IoCounters]]]) -> IoCounters:
         """Take this scrape's live processes and their io (None: unreadable); return totals."""
+        before = self._live
         live: dict[ProcessKey, Optional[IoCounters]] = {}
+        spawned = 0
         for key, io in readings:
-            previous = self._live.get(key)
-            if key not in self._live:
-                self.spawned += 1
-            if io is None:
-                io = previous  # unreadable this time: keep the last reading
-            elif previous is not None:
-                io = io.at_least(previous)
+            if key not in before:
+                spawned += 1
+            else:
+                previous = before[key]
+                if io is None:
+                    io = previous  # unreadable this time: keep the last reading
+                elif previous is not None and (
+                        io[0] < previous[0] or io[1] < previous[1]
+                        or io[2] < previous[2] or io[3] < previous[3]):
+                    io = io.at_least(previous)
             live[key] = io
-        for key, io in self._live.items():
-            if key not in live and io is not None:
-                self._departed = self._departed.plus(io)
+        self.spawned += spawned
+        departed = self._departed
+        for key in before.keys() - live.keys():
+            gone = before[key]
+            if gone is not None:
+                departed = departed.plus(gone)
+        self._departed = departed
         self._live = live
-        total = self._departed
+        read_bytes, write_bytes, read_operations, write_operations = departed
         for io in live.values():
             if io is not None:
-                total = total.plus(io)
+                read_bytes += io[0]
+                write_bytes += io[1]
+                read_operations += io[2]
+                write_operations += io[3]
                 self._any_io = True
-        self._total = total.at_least(self._total)
+        self._total = IoCounters(read_bytes, write_bytes, read_operations,
+                                 write_operations).at_least(self._total)
         self.io_known = self._any_io or self.spawned == 0
         return self._total

@@ -21,6 +21,11 @@ SCHEDULERS = ("auto", "slurm", "htcondor")
 # Slurm 26.05 names job directories by the job's SLUID unless CgroupJobIdPaths=yes: "s"
 # and 13 Crockford base32 characters (e.g. s8FXKTA79XAR00).
 SLURM_JOB_DIR = re.compile(r"job_(?P<jobid>[0-9]+)|(?P<sluid>s[0-9A-Z]{13})")
+# Slurm's per-step daemon. It lives in the job's cgroups, in a place that depends on the
+# cgroup version, the controller and the Slurm version: on v1, in freezer's job_<id>/ itself
+# (where the exporter lists processes), in memory's and cpuset's step_<s>/; on v2, in
+# step_<s>/slurm/. It is told apart by its command name, not by where it sits.
+SLURMSTEPD = b"slurmstepd"
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,10 @@ class JobCgroup:
     # Child cgroups holding the scheduler's own daemons, not the job's processes
     # (Slurm v2: step_N/slurm holds slurmstepd). Their usage stays in the cgroup totals.
     daemon_dirs: tuple[str, ...] = ()
+    # The command name (/proc/<pid>/stat comm) of the scheduler's daemon that runs inside
+    # the job's cgroups, wherever the layout puts it; such a process owned by root is not
+    # one of the job's processes (see procfs.ProcReader.sample).
+    daemon_comm: bytes = b""
     # Whether the directories right below are the scheduler's steps (Slurm: step_*).
     has_steps: bool = False
 

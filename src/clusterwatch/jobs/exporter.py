@@ -12,13 +12,19 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Union
+from typing import Optional, Union
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from clusterwatch.jobs import discovery, gpus
-from clusterwatch.jobs.file_reader import DUPLICATE_JOB, ErrorCounts, FileReader, Opener, read_file
+from clusterwatch.jobs import discovery, exposition, gpus
+from clusterwatch.jobs.file_reader import (
+    DUPLICATE_JOB,
+    ErrorCounts,
+    FileReader,
+    HeldFiles,
+    Opener,
+)
 from clusterwatch.jobs.metric_families import job_families
 from clusterwatch.jobs.sampler import JobSample, JobSampler
 from clusterwatch.jobs.scratch import ScratchPaths
@@ -37,10 +43,15 @@ class JobsCollector(Collector):
         scheduler: str = "auto",
         *,
         nvml: gpus.NvmlOption = gpus.AUTO,
-        opener: Opener = read_file,
+        opener: Optional[Opener] = None,
+        held_files: Optional[int] = None,
     ) -> None:
+        """`opener` replaces every file read (tests); `held_files` caps the files kept open
+        between collections (default: file_reader.HELD_FILES_MAX, within the open-files
+        limit; 0 holds none)."""
         self.errors = ErrorCounts()
-        files = FileReader(self.errors, opener)
+        held = None if opener is not None else HeldFiles(held_files)
+        files = FileReader(self.errors, opener, held=held)
         self._sampler = JobSampler(
             cgroup_root=os.fspath(cgroup_root),
             proc_root=os.fspath(proc_root).rstrip("/") or "/",
@@ -55,6 +66,13 @@ class JobsCollector(Collector):
         samples, own = self.collect_samples()
         yield from job_families(samples)
         yield from own
+
+    def exposition(self, fmt: str = exposition.TEXT) -> bytes:
+        """One collection in the text exposition format (`exposition.TEXT` or
+        `exposition.OPENMETRICS`): what `generate_latest` writes for a registry holding this
+        collector, without building prometheus_client's families."""
+        samples, own = self.collect_samples()
+        return exposition.render(samples, own, fmt)
 
     def collect_samples(self) -> tuple[list[JobSample], list[Metric]]:
         """One collection: the jobs' samples (one per job ID) and the exporter's own families."""

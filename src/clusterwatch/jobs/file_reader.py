@@ -1,16 +1,28 @@
 """Reading cgroup and /proc files so that no single failure stops a collection.
 
-Every read is one `open().read()`. What can go wrong is normal on a busy node (a process
-exits between listing and reading, a job's cgroup is removed while we read it, a file is
-unreadable to a non-root exporter), so failures become `None` and a count per kind, which
-the exporter exports as `jobs_exporter_errors_total{kind}`.
+What can go wrong is normal on a busy node (a process exits between listing and reading, a
+job's cgroup is removed while we read it, a file is unreadable to a non-root exporter), so
+failures become `None` and a count per kind, which the exporter exports as
+`jobs_exporter_errors_total{kind}`.
+
+The files read at every collection (a job's cgroup files, each process's `stat` and `io`,
+its `fd/` directory) are opened once and kept open between collections (`HeldFiles`): a
+`pread` at offset 0 makes the kernel generate the file again, and costs a fifth to a third
+of an `open`, `read` and `close` (no path walk, no file allocation). A held file always
+refers to the object it was opened on: a /proc file to one process (the kernel ties it to
+the process, not to the PID number, so a reused PID can never be read through it), a cgroup
+file to one cgroup. When that object is gone the read fails (`ESRCH` for /proc, `ENODEV`
+for a removed cgroup, `ENOENT` for a dead process's `fd/`) and the path is opened again,
+which reaches the new process or cgroup of that name, if any.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
+import resource
 from typing import Callable, Optional
 
 log = logging.getLogger(__name__)
@@ -31,21 +43,33 @@ ERROR_KINDS = (
 _ABSENT = (errno.ENOENT, errno.ENODEV, errno.ENOTDIR)
 # A /proc file of a process that exited: absent, or ESRCH when it died after the open.
 _GONE = (errno.ENOENT, errno.ESRCH, errno.ENOTDIR)
+# What a held file answers once the process or cgroup it was opened on is gone.
+_STALE = (errno.ESRCH, errno.ENODEV, errno.ENOENT)
+_OUT_OF_FILES = (errno.EMFILE, errno.ENFILE)
 
 _CHUNK = 65536
 Opener = Callable[[str], bytes]
 Lister = Callable[[str], list[str]]
 
+# Held files: at most this many (each readable one holds about 4 KiB of kernel memory, its
+# seq_file buffer, charged to the exporter's cgroup), and never closer than RESERVED_FDS to
+# the open-files limit (sockets, NVML, logging need their own).
+HELD_FILES_MAX = 16384
+RESERVED_FDS = 256
+_O_READ = os.O_RDONLY | os.O_CLOEXEC
+_O_DIR = getattr(os, "O_PATH", 0) | os.O_DIRECTORY | os.O_CLOEXEC
+
 
 def read_file(path: str) -> bytes:
-    """The whole file; the default opener, replaced in tests.
+    """The whole file; the reader of files read once (environments), and the default opener
+    of tests that replace it.
 
     os.open/os.read rather than open(): no file object per read, which is most of the cost
     for the thousands of small /proc and cgroup files a collection reads. The kernel's
     seq_file-backed files (/proc/<pid>/*, cgroup files) and regular files fill the buffer
     unless at the end, so only a full buffer needs another read.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, _O_READ)
     try:
         data = os.read(fd, _CHUNK)
         if len(data) < _CHUNK:
@@ -58,6 +82,144 @@ def read_file(path: str) -> bytes:
             chunks.append(chunk)
     finally:
         os.close(fd)
+
+
+def _pread_all(fd: int) -> bytes:
+    data = os.pread(fd, _CHUNK, 0)
+    if len(data) < _CHUNK:
+        return data
+    chunks = [data]
+    offset = len(data)
+    while True:
+        chunk = os.pread(fd, _CHUNK, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def open_files_limit() -> int:
+    """The soft limit on open files (RLIMIT_NOFILE)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return HELD_FILES_MAX + RESERVED_FDS if soft == resource.RLIM_INFINITY else soft
+
+
+def raise_open_files_limit() -> int:
+    """Raise the soft open-files limit to the hard one (what a service may do without
+    privileges; systemd's default soft limit is 1024, its hard one 524288); the new limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or hard > soft):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as exc:
+            log.debug("cannot raise the open-files limit from %s to %s: %s", soft, hard, exc)
+    return open_files_limit()
+
+
+class HeldFiles:
+    """Files kept open between collections and re-read with `pread`, by path.
+
+    A file not read during a collection is closed at its end (`sweep`): the processes and
+    cgroups that are gone. Beyond `max_open` files, or when the process runs out of file
+    descriptors, files are read as `read_file` does (open, read, close). Every opening gets
+    a new serial number: while a path's serial stays the same, reads reach the same process
+    or cgroup.
+    """
+
+    def __init__(self, max_open: Optional[int] = None) -> None:
+        if max_open is None:
+            max_open = min(HELD_FILES_MAX, open_files_limit() - RESERVED_FDS)
+        self.max_open = max(0, max_open)
+        # path -> [fd, generation last read, serial]; FileReader reads it directly (its hot
+        # path), marking each entry read with `generation`.
+        self.entries: dict[str, list[int]] = {}
+        self.generation = 0
+        self._serial = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def read(self, path: str) -> bytes:
+        """The file's bytes now; OSError as a plain read would raise it."""
+        entry = self.entries.get(path)
+        if entry is not None:
+            entry[1] = self.generation
+            try:
+                return _pread_all(entry[0])
+            except OSError as exc:
+                if exc.errno not in _STALE:
+                    raise
+                self.release(path)  # its process or cgroup is gone: open the path again
+        fd = self._open(path, _O_READ)
+        if fd is None:
+            return read_file(path)
+        return _pread_all(fd)
+
+    def stat(self, path: str) -> os.stat_result:
+        """The stat of a /proc directory (`fd/`: st_size is its number of open files;
+        `task/`: st_nlink is 2 + its number of threads), held open without being readable
+        (O_PATH)."""
+        entry = self.entries.get(path)
+        if entry is not None:
+            entry[1] = self.generation
+            try:
+                return os.fstat(entry[0])
+            except OSError as exc:
+                if exc.errno not in _STALE:
+                    raise
+                self.release(path)
+        fd = self._open(path, _O_DIR)
+        if fd is None:
+            return os.stat(path)
+        return os.fstat(fd)
+
+    def serial(self, path: str) -> Optional[int]:
+        """The serial number of the held file at `path`; None when it is not held."""
+        entry = self.entries.get(path)
+        return None if entry is None else entry[2]
+
+    def release(self, path: str, _close: Callable[[int], None] = os.close) -> None:
+        """Close the held file at `path`, if any: the next read opens the path again."""
+        entry = self.entries.pop(path, None)
+        if entry is not None:
+            with contextlib.suppress(OSError):
+                _close(entry[0])  # bound early: also from __del__ at interpreter exit
+
+    def sweep(self) -> None:
+        """End of a collection: close the files it did not read."""
+        generation = self.generation
+        stale = [path for path, entry in self.entries.items() if entry[1] != generation]
+        for path in stale:
+            self.release(path)
+        self.generation = generation + 1
+
+    def close(self) -> None:
+        for path in list(self.entries):
+            self.release(path)
+
+    def __del__(self) -> None:
+        if hasattr(self, "entries"):
+            self.close()
+
+    def _open(self, path: str, flags: int) -> Optional[int]:
+        """A new held file, or None where no more may be held (then read it plainly)."""
+        if len(self.entries) >= self.max_open:
+            return None
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            if exc.errno not in _OUT_OF_FILES:
+                raise
+            # Other parts of the process need descriptors too: hold half as many from now.
+            self.max_open = len(self.entries) // 2
+            for victim in list(self.entries)[self.max_open:]:
+                self.release(victim)
+            log.warning("out of file descriptors (%s); holding at most %d files open",
+                        exc.strerror, self.max_open)
+            return None
+        self._serial += 1
+        self.entries[path] = [fd, self.generation, self._serial]
+        return fd
 
 
 class ProcessVanished(Exception):
@@ -78,16 +240,44 @@ class ErrorCounts:
 
 
 class FileReader:
-    """Reads through `opener` and turns failures into `None` plus an error count."""
+    """Reads files and turns failures into `None` plus an error count.
 
-    def __init__(self, errors: ErrorCounts, opener: Opener = read_file,
-                 lister: Lister = os.listdir) -> None:
+    Files read at every collection go through `held` (kept open); with an `opener` (tests
+    inject failures with one), every read goes through it instead, by path.
+    """
+
+    def __init__(self, errors: ErrorCounts, opener: Optional[Opener] = None,
+                 lister: Lister = os.listdir, held: Optional[HeldFiles] = None) -> None:
         self.errors = errors
-        self._opener = opener
+        self.held: Optional[HeldFiles] = None
+        if opener is None:
+            self.held = held if held is not None else HeldFiles()
+            self._opener: Opener = self.held.read
+            self._stat: Callable[[str], os.stat_result] = self.held.stat
+        else:
+            self._opener = opener
+            self._stat = os.stat
+        self._read_once = read_file if opener is None else opener
         self._lister = lister
+
+    def end_collection(self) -> None:
+        """Close the held files this collection did not read (processes, cgroups gone)."""
+        if self.held is not None:
+            self.held.sweep()
 
     def cgroup_text(self, path: str) -> Optional[str]:
         """A cgroup file's text; `None` when absent (not counted) or unreadable (counted)."""
+        held = self.held
+        if held is not None:  # the hot path, HeldFiles.read's first half inline
+            entry = held.entries.get(path)
+            if entry is not None:
+                entry[1] = held.generation
+                try:
+                    data = os.pread(entry[0], _CHUNK, 0)
+                    if len(data) < _CHUNK:
+                        return data.decode("ascii", "replace")
+                except OSError:
+                    pass  # gone, replaced or failing: HeldFiles.read sorts it out
         try:
             return self._opener(path).decode("ascii", "replace")
         except OSError as exc:
@@ -95,14 +285,48 @@ class FileReader:
                 self._count_failure(path, exc)
             return None
 
+    def cgroup_text_once(self, path: str) -> Optional[str]:
+        """Like `cgroup_text`, but opened for this read only. For `cgroup.procs`: on cgroup
+        v1 an open `cgroup.procs` (or `tasks`) keeps the list of PIDs it made at its first
+        read and serves it again to reads less than a second apart, however the cgroup
+        changed since (kernel/cgroup/cgroup-v1.c, cgroup_pidlist_start); a new opening
+        lists the cgroup's processes now."""
+        try:
+            return self._read_once(path).decode("ascii", "replace")
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                self._count_failure(path, exc)
+            return None
+
     def proc_bytes(self, path: str) -> Optional[bytes]:
-        """A /proc file's bytes; `None` when unreadable (counted).
+        """A /proc file read at every collection; `None` when unreadable (counted).
 
         Raises ProcessVanished when the process is gone, so that the caller counts one
         vanished process, not one per file.
         """
+        held = self.held
+        if held is not None:
+            entry = held.entries.get(path)
+            if entry is not None:
+                entry[1] = held.generation
+                try:
+                    data = os.pread(entry[0], _CHUNK, 0)
+                    if len(data) < _CHUNK:
+                        return data
+                except OSError:
+                    pass
         try:
             return self._opener(path)
+        except OSError as exc:
+            if exc.errno in _GONE:
+                raise ProcessVanished(path) from None
+            self._count_failure(path, exc)
+            return None
+
+    def proc_bytes_once(self, path: str) -> Optional[bytes]:
+        """A /proc file read once in a while (environ, status): not held open."""
+        try:
+            return self._read_once(path)
         except OSError as exc:
             if exc.errno in _GONE:
                 raise ProcessVanished(path) from None
@@ -119,15 +343,34 @@ class FileReader:
             self._count_failure(path, exc)
             return None
 
-    def proc_size(self, path: str) -> Optional[int]:
-        """st_size of a /proc path; like `proc_bytes` for failures."""
+    def proc_stat(self, path: str) -> Optional[os.stat_result]:
+        """The stat of a /proc directory read at every collection (held open); like
+        `proc_bytes` for failures."""
+        held = self.held
+        if held is not None:
+            entry = held.entries.get(path)
+            if entry is not None:
+                entry[1] = held.generation
+                try:
+                    return os.fstat(entry[0])
+                except OSError:
+                    pass
         try:
-            return os.stat(path).st_size
+            return self._stat(path)
         except OSError as exc:
             if exc.errno in _GONE:
                 raise ProcessVanished(path) from None
             self._count_failure(path, exc)
             return None
+
+    def serial(self, path: str) -> Optional[int]:
+        """The held file's serial number (see HeldFiles); None when not held."""
+        return None if self.held is None else self.held.serial(path)
+
+    def release(self, path: str) -> None:
+        """Stop holding the file at `path` (the next read opens it again)."""
+        if self.held is not None:
+            self.held.release(path)
 
     def malformed(self, path: str, detail: object) -> None:
         self.errors.add(MALFORMED)

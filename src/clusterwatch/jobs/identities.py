@@ -2,15 +2,19 @@
 
 Read from a job process's environment (`job_identity` parses it) once per job directory and
 kept while the directory exists, so it survives the job's processes exiting. Bounded: at
-most `TRIES` processes per job are looked at per collection. A job whose ID is in its path
-and whose environment says nothing (pam_slurm_adopt sessions, root jobs) is retried only
-every `RETRY_S`; a job whose ID depends on it (SLUID, HTCondor) at every collection.
+most `TRIES` processes per job are looked at per collection. A job whose environment says
+nothing (pam_slurm_adopt sessions, root jobs, a SLUID job before its tasks start) is
+remembered as unresolved with the processes already looked at: a later collection looks
+only at processes it has not looked at yet, and at all of them again after `RETRY_S` (a
+process that runs another program gets that program's environment). A job whose processes
+do not change therefore costs no read at all between retries.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from clusterwatch.jobs import job_identity
@@ -24,12 +28,19 @@ Identity = tuple[JobMetadata, Optional[int]]
 _Key = tuple[str, int]
 
 
+@dataclass
+class _Unresolved:
+    identity: Identity
+    looked_at: frozenset[int]  # PIDs whose environment said nothing
+    since: float  # when every process was last looked at
+
+
 class Identities:
     def __init__(self, procs: ProcReader, clock: Callable[[], float] = time.monotonic) -> None:
         self.procs = procs
         self._clock = clock
         self._known: dict[_Key, Identity] = {}
-        self._unresolved: dict[_Key, tuple[Identity, float]] = {}
+        self._unresolved: dict[_Key, _Unresolved] = {}
 
     def resolve(self, job: JobCgroup, pids: list[int]) -> Identity:
         """Metadata and uid. The uid is the path's (Slurm v1), else the real uid of the first
@@ -39,12 +50,23 @@ class Identities:
         known = self._known.get(key)
         if known is not None:
             return known
+        now = self._clock()
         unresolved = self._unresolved.get(key)
-        if unresolved is not None and job.jobid and self._clock() - unresolved[1] < RETRY_S:
-            return unresolved[0]
+        looked_at: frozenset[int] = frozenset()
+        since = now
+        if unresolved is not None and now - unresolved.since < RETRY_S:
+            since = unresolved.since
+            # Forget the PIDs that are gone (a job that churns processes stays bounded).
+            looked_at = unresolved.looked_at.intersection(pids)
+            pids = [pid for pid in pids if pid not in looked_at]
+            if not pids:
+                unresolved.looked_at = looked_at
+                return unresolved.identity  # the same processes: nothing new to learn
         uid = job.uid
         metadata: Optional[JobMetadata] = None
+        tried: list[int] = []
         for pid in pids[:TRIES]:
+            tried.append(pid)
             if uid is None:
                 uid = self.procs.real_uid(pid) or None
             if metadata is None:
@@ -53,8 +75,10 @@ class Identities:
             if uid is not None and metadata is not None:
                 break
         if metadata is None:
+            if uid is None and unresolved is not None:
+                uid = unresolved.identity[1]
             identity = (JobMetadata(), uid if uid is not None else _owner(job))
-            self._unresolved[key] = (identity, self._clock())
+            self._unresolved[key] = _Unresolved(identity, looked_at.union(tried), since)
             return identity
         if uid is None:
             uid = metadata.uid if metadata.uid is not None else _owner(job)

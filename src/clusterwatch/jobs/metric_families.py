@@ -105,7 +105,35 @@ FAMILIES = (
 )
 
 
+CORE_FAMILY = "jobs_cpu_core_seconds"
+CORE_HELP = ("CPU time of the job on each of its allocated CPUs (cgroup v1 cpuacct.usage_percpu; "
+             "cgroup v2 has no per-CPU usage).")
+CORE_LABELS = [*LABELS, "core"]
+GPU_INFO_FAMILY = "jobs_gpu_info"
+GPU_INFO_HELP = ("A GPU assigned to the job: gpu as the scheduler names it, gpu_uuid the "
+                 "device's UUID (empty when it cannot be resolved).")
+GPU_INFO_LABELS = [*LABELS, "gpu", "gpu_uuid"]
+GPU_UTILIZATION_FAMILY = "jobs_gpu_utilization_ratio"
+GPU_UTILIZATION_HELP = ("Fraction of the last sample period the GPU was busy (NVML), 0 to 1.")
+GPU_MEMORY_FAMILY = "jobs_gpu_memory_used_bytes"
+GPU_MEMORY_HELP = "Memory in use on the GPU (NVML)."
+GPU_LABELS = [*LABELS, "gpu_uuid"]
+INFO_FAMILY = "jobs_info"
+INFO_HELP = ("Job metadata, value 1: uid, account, partition, scheduler, and cgroup (the job "
+             "directory under the cgroup root).")
+INFO_LABELS = [*LABELS, "uid", "account", "partition", "scheduler", "cgroup"]
+
+
+def info_values(sample: JobSample) -> list[str]:
+    """The values of INFO_LABELS for one job."""
+    return [sample.jobid, sample.user, "" if sample.uid is None else str(sample.uid),
+            sample.metadata.account, sample.metadata.partition, sample.job.scheduler,
+            sample.job.key]
+
+
 def job_families(samples: Sequence[JobSample]) -> Iterator[Metric]:
+    """prometheus_client families of the jobs (the Collector API, Pushgateway mode); the
+    served text is formatted from the samples directly (`exposition`), identically."""
     for spec in FAMILIES:
         family_type = CounterMetricFamily if spec.counter else GaugeMetricFamily
         family = family_type(spec.name, spec.help, labels=LABELS)
@@ -120,10 +148,7 @@ def job_families(samples: Sequence[JobSample]) -> Iterator[Metric]:
 
 
 def _per_core(samples: Sequence[JobSample]) -> Iterator[Metric]:
-    family = CounterMetricFamily(
-        "jobs_cpu_core_seconds",
-        "CPU time of the job on each of its allocated CPUs (cgroup v1 cpuacct.usage_percpu; "
-        "cgroup v2 has no per-CPU usage).", labels=[*LABELS, "core"])
+    family = CounterMetricFamily(CORE_FAMILY, CORE_HELP, labels=CORE_LABELS)
     for sample in samples:
         for core, seconds in sorted(sample.cgroup.core_seconds.items()):
             family.add_metric([sample.jobid, sample.user, str(core)], seconds)
@@ -131,16 +156,10 @@ def _per_core(samples: Sequence[JobSample]) -> Iterator[Metric]:
 
 
 def _gpu_families(samples: Sequence[JobSample]) -> Iterator[Metric]:
-    info = GaugeMetricFamily(
-        "jobs_gpu_info", "A GPU assigned to the job: gpu as the scheduler names it, gpu_uuid "
-        "the device's UUID (empty when it cannot be resolved).",
-        labels=[*LABELS, "gpu", "gpu_uuid"])
-    utilization = GaugeMetricFamily(
-        "jobs_gpu_utilization_ratio", "Fraction of the last sample period the GPU was busy "
-        "(NVML), 0 to 1.", labels=[*LABELS, "gpu_uuid"])
-    memory = GaugeMetricFamily(
-        "jobs_gpu_memory_used_bytes", "Memory in use on the GPU (NVML).",
-        labels=[*LABELS, "gpu_uuid"])
+    info = GaugeMetricFamily(GPU_INFO_FAMILY, GPU_INFO_HELP, labels=GPU_INFO_LABELS)
+    utilization = GaugeMetricFamily(GPU_UTILIZATION_FAMILY, GPU_UTILIZATION_HELP,
+                                    labels=GPU_LABELS)
+    memory = GaugeMetricFamily(GPU_MEMORY_FAMILY, GPU_MEMORY_HELP, labels=GPU_LABELS)
     for sample in samples:
         for gpu in sample.gpus:
             info.add_metric([sample.jobid, sample.user, gpu.name, gpu.uuid], 1)
@@ -156,13 +175,7 @@ def _gpu_families(samples: Sequence[JobSample]) -> Iterator[Metric]:
 
 
 def _info(samples: Sequence[JobSample]) -> Metric:
-    family = GaugeMetricFamily(
-        "jobs_info", "Job metadata, value 1: uid, account, partition, scheduler, and cgroup "
-        "(the job directory under the cgroup root).",
-        labels=[*LABELS, "uid", "account", "partition", "scheduler", "cgroup"])
-    for s in samples:
-        family.add_metric([
-            s.jobid, s.user, "" if s.uid is None else str(s.uid), s.metadata.account,
-            s.metadata.partition, s.job.scheduler, s.job.key,
-        ], 1)
+    family = GaugeMetricFamily(INFO_FAMILY, INFO_HELP, labels=INFO_LABELS)
+    for sample in samples:
+        family.add_metric(info_values(sample), 1)
     return family

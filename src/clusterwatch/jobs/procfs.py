@@ -1,7 +1,12 @@
 """A job's processes: PIDs from every `cgroup.procs` below the job, details from /proc.
 
-Per process, three reads: `stat` (threads, RSS, start time), `io` and the `fd` directory.
-A process that exits while it is read is dropped and counted once as vanished.
+Per process and collection, four reads, each of a file held open between collections (see
+file_reader.HeldFiles): `statm` (resident pages), `io`, the stat of `fd/` (its size is the
+number of open files) and of `task/` (its link count is 2 + the number of threads). `stat`
+(start time, command name) is read when a process is first seen: a held file stays tied to
+its process, so while `statm` is read through the same opening (its serial number), the
+PID still names that process and its start time is known. A process that exits while it
+is read is dropped and counted once as vanished.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ import stat as stat_module
 from typing import NamedTuple, Optional
 
 from clusterwatch.jobs import cgroup_parse
-from clusterwatch.jobs.discovery import JobCgroup, subdirectories
+from clusterwatch.jobs.discovery import JobCgroup
 from clusterwatch.jobs.file_reader import PROCESS_VANISHED, FileReader, ProcessVanished
 from clusterwatch.jobs.scratch import ScratchPaths
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _IO_KEYS = [b"syscr:", b"syscw:", b"read_bytes:", b"write_bytes:"]
 MAX_SIDE_FILE = 1 << 20  # bytes read at most from a file a job's environment points to
+_MAX_REMEMBERED = 65536  # processes whose uid is remembered; then forgotten all at once
 
 
 class IoCounters(NamedTuple):
@@ -44,6 +50,14 @@ class IoCounters(NamedTuple):
         )
 
 
+class _Known(NamedTuple):
+    """What `stat` said of a process when it was first seen."""
+
+    serial: Optional[int]  # of the held statm it was seen through (None: not held)
+    starttime: int
+    daemon: bool
+
+
 class ProcessSample(NamedTuple):
     pid: int
     starttime: int  # clock ticks after boot: with the PID, identifies the process
@@ -51,31 +65,44 @@ class ProcessSample(NamedTuple):
     rss_bytes: int
     io: Optional[IoCounters]  # None when unreadable (another user's process, no root)
     open_files: Optional[int]
+    # The scheduler's daemon (slurmstepd), not a job process: io and open_files not read.
+    daemon: bool = False
 
 
 def job_pids(job: JobCgroup, files: FileReader) -> tuple[list[int], int]:
     """PIDs in every cgroup below the job (daemon cgroups skipped) and the number of steps."""
     pids: list[int] = []
     steps = 0
-    if job.procs_dir is None:
+    top = job.procs_dir
+    if top is None:
         return pids, steps
-    pending = [job.procs_dir]
+    daemon_dirs = job.daemon_dirs
+    count_steps = job.has_steps
+    pending = [top]
     while pending:
         directory = pending.pop()
-        path = os.path.join(directory, "cgroup.procs")
-        text = files.cgroup_text(path)
+        path = directory + "/cgroup.procs"
+        text = files.cgroup_text_once(path)  # never held: see cgroup_text_once
         if text:
             try:
                 pids.extend(cgroup_parse.parse_procs(text))
             except ValueError as exc:
                 files.malformed(path, exc)
-        for child in subdirectories(directory):
-            if child.name in job.daemon_dirs:
+        try:
+            with os.scandir(directory) as entries:
+                children = [entry for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except (FileNotFoundError, NotADirectoryError):  # removed meanwhile: it ended
+            continue
+        for child in children:
+            name = child.name
+            if name in daemon_dirs:
                 continue
-            if job.has_steps and directory == job.procs_dir and child.name.startswith("step_"):
+            if count_steps and directory == top and name.startswith("step_"):
                 steps += 1
             pending.append(child.path)
-    return sorted(set(pids)), steps
+    if len(pids) > 1:
+        pids = sorted(set(pids))
+    return pids, steps
 
 
 class ProcReader:
@@ -83,33 +110,148 @@ class ProcReader:
         self.proc_root = proc_root
         self.files = files
         self._fd_count_in_size = _fd_count_in_size(proc_root)
+        self._root_processes: dict[tuple[int, int], bool] = {}
+        self._known: dict[int, _Known] = {}
+        self._sampled: set[int] = set()
 
-    def sample(self, pid: int) -> Optional[ProcessSample]:
-        """The process's readings, or None when it vanished (counted) or its stat is bad."""
+    def end_collection(self) -> None:
+        """Forget the processes this collection did not read."""
+        sampled = self._sampled
+        self._known = {pid: known for pid, known in self._known.items() if pid in sampled}
+        self._sampled = set()
+
+    def sample_job(self, pids: list[int], daemon_comm: bytes = b"") -> list[ProcessSample]:
+        """The readings of a job's processes, the scheduler's daemon left out: `sample` for
+        each PID, with its common case written out here.
+
+        The common case is a process seen through the same held `statm` at the previous
+        collection, its `io`, `fd/` and `task/` held too: four system calls on open files and
+        a few lines of Python. Anything else (a new process, a file not held, an error, a
+        kernel thread's empty fd/) goes through `sample`, which reads the same files again
+        and handles it."""
+        held = self.files.held
+        if held is None or not self._fd_count_in_size:
+            samples = [self.sample(pid, daemon_comm) for pid in pids]
+            return [s for s in samples if s is not None and not s.daemon]
+        entries = held.entries
+        generation = held.generation
+        known_processes = self._known
+        self._sampled.update(pids)
+        root = self.proc_root
+        pread, fstat = os.pread, os.fstat
+        found: list[ProcessSample] = []
+        for pid in pids:
+            base = f"{root}/{pid}"
+            known = known_processes.get(pid)
+            statm = entries.get(base + "/statm")
+            io = entries.get(base + "/io")
+            fd = entries.get(base + "/fd")
+            task = entries.get(base + "/task")
+            if (known is None or known.daemon or statm is None or io is None or fd is None
+                    or task is None or known.serial != statm[2]):
+                process = self.sample(pid, daemon_comm)
+            else:
+                try:
+                    rss_pages = int(pread(statm[0], 4096, 0).split(None, 2)[1])
+                    io_fields = pread(io[0], 4096, 0).split()
+                    threads = fstat(task[0]).st_nlink - 2
+                    open_files = fstat(fd[0]).st_size
+                    if io_fields[4:12:2] != _IO_KEYS or not open_files:
+                        raise ValueError("not the common case")
+                    counters = IoCounters(int(io_fields[9]), int(io_fields[11]),
+                                          int(io_fields[5]), int(io_fields[7]))
+                except (OSError, ValueError, IndexError):
+                    process = self.sample(pid, daemon_comm)  # says what went wrong
+                else:
+                    statm[1] = io[1] = fd[1] = task[1] = generation
+                    found.append(ProcessSample(pid, known.starttime, threads,
+                                               rss_pages * PAGE_SIZE, counters, open_files))
+                    continue
+            if process is not None and not process.daemon:
+                found.append(process)
+        return found
+
+    def sample(self, pid: int, daemon_comm: bytes = b"") -> Optional[ProcessSample]:
+        """The process's readings, or None when it vanished (counted) or a file is bad.
+
+        A process named `daemon_comm` whose real uid is root is the scheduler's daemon: it is
+        returned with `daemon` set, without reading its io and fd."""
         base = f"{self.proc_root}/{pid}"
+        files = self.files
+        self._sampled.add(pid)
         try:
-            raw = self.files.proc_bytes(base + "/stat")
-            if raw is None:
+            statm = files.proc_bytes(base + "/statm")
+            if statm is None:
                 return None
             try:
-                # The command name may hold spaces and ")": fields start after the last ")".
-                fields = raw[raw.rindex(b")") + 2:].split()
-                threads, starttime, rss_pages = int(fields[17]), int(fields[19]), int(fields[21])
+                rss_bytes = int(statm.split(None, 2)[1]) * PAGE_SIZE
             except (ValueError, IndexError) as exc:
-                self.files.malformed(base + "/stat", exc)
+                files.malformed(base + "/statm", exc)
                 return None
+            serial = files.serial(base + "/statm")
+            known = self._known.get(pid)
+            if known is None or serial is None or known.serial != serial or known.daemon:
+                # Not seen through this opening of statm: a new process (or one that reuses
+                # the PID), or not recognisable (statm not held); or the scheduler's daemon,
+                # whose child is named like it until it runs the job's program.
+                identified = self._identify(pid, base, serial, daemon_comm,
+                                            held=known is not None and known.daemon)
+                if identified is None:
+                    return None
+                known, threads = identified
+                if known.daemon:
+                    return ProcessSample(pid, known.starttime, threads, rss_bytes, None, None,
+                                         True)
+            else:
+                task = files.proc_stat(base + "/task")
+                threads = task.st_nlink - 2 if task is not None else 0
             io = self._io(base + "/io")
             open_files = self._open_files(base + "/fd")
         except ProcessVanished:
-            self.files.errors.add(PROCESS_VANISHED)
+            files.errors.add(PROCESS_VANISHED)
             return None
-        return ProcessSample(pid, starttime, threads, rss_pages * PAGE_SIZE, io, open_files)
+        return ProcessSample(pid, known.starttime, threads, rss_bytes, io, open_files)
+
+    def _identify(self, pid: int, base: str, serial: Optional[int], daemon_comm: bytes,
+                  held: bool) -> Optional[tuple[_Known, int]]:
+        """Read `stat`: the process's start time and command name, remembered, and its
+        threads; None when stat is bad (counted). `held`: read it through a held file (the
+        daemon's, read at every collection)."""
+        path = base + "/stat"
+        raw = self.files.proc_bytes(path) if held else self.files.proc_bytes_once(path)
+        if raw is None:
+            return None
+        try:
+            # The command name may hold spaces and ")": fields start after the last ")".
+            end = raw.rindex(b")")
+            fields = raw[end + 2:].split(None, 20)
+            threads, starttime = int(fields[17]), int(fields[19])
+        except (ValueError, IndexError) as exc:
+            self.files.malformed(path, exc)
+            return None
+        # A held task/ may belong to a process that had this PID before: open it again.
+        self.files.release(base + "/task")
+        daemon = bool(daemon_comm) and raw[raw.find(b"(") + 1:end] == daemon_comm and (
+            self._run_by_root(pid, starttime))
+        known = self._known[pid] = _Known(serial, starttime, daemon)
+        return known, threads
+
+    def _run_by_root(self, pid: int, starttime: int) -> bool:
+        """Whether the process's real uid is root; looked up once per process (its status
+        file costs as much as its stat, io and fd together)."""
+        key = (pid, starttime)
+        verdict = self._root_processes.get(key)
+        if verdict is None:
+            if len(self._root_processes) >= _MAX_REMEMBERED:
+                self._root_processes.clear()
+            verdict = self._root_processes[key] = self.real_uid(pid) == 0
+        return verdict
 
     def _open_files(self, path: str) -> Optional[int]:
         if self._fd_count_in_size:
-            size = self.files.proc_size(path)
-            if size:  # 0: a kernel thread, or a moment the size was not filled in
-                return size
+            stat = self.files.proc_stat(path)
+            if stat is not None and stat.st_size:
+                return stat.st_size  # 0: a kernel thread, or the size was not filled in
         names = self.files.proc_listdir(path)
         return None if names is None else len(names)
 
@@ -131,7 +273,7 @@ class ProcReader:
 
     def real_uid(self, pid: int) -> Optional[int]:
         try:
-            raw = self.files.proc_bytes(f"{self.proc_root}/{pid}/status")
+            raw = self.files.proc_bytes_once(f"{self.proc_root}/{pid}/status")
         except ProcessVanished:
             return None
         for line in (raw or b"").splitlines():
@@ -144,7 +286,7 @@ class ProcReader:
         """The variables whose `NAME=value` starts with one of `prefixes` (others are not
         decoded: environments can be large); None when unreadable or empty."""
         try:
-            raw = self.files.proc_bytes(f"{self.proc_root}/{pid}/environ")
+            raw = self.files.proc_bytes_once(f"{self.proc_root}/{pid}/environ")
         except ProcessVanished:
             return None
         if not raw:

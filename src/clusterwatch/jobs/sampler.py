@@ -80,34 +80,44 @@ class JobSampler:
         self.identities.keep_only({(job.key, job.inode) for job in jobs})
         reported = {(s.job.key, s.jobid) for s in samples}
         self._counters = {k: v for k, v in self._counters.items() if k in reported}
+        self.procs.end_collection()
+        self.files.end_collection()
         return samples
 
     def _sample_job(self, job: JobCgroup) -> JobSample:
         pids, steps = job_pids(job, self.files)
-        metadata, uid = self.identities.resolve(job, pids)
+        processes = self.procs.sample_job(pids, job.daemon_comm)
+        metadata, uid = self.identities.resolve(job, [process.pid for process in processes])
         jobid = job.jobid or metadata.jobid or job.name
         sample = JobSample(
             jobid=jobid, user=self.users.name(uid), uid=uid, job=job, metadata=metadata,
             cgroup=read_stats(job, self.files), steps=steps if job.has_steps else None,
         )
+        threads = max_threads = open_files = rss_bytes = 0
         readings = []
-        for pid in pids:
-            process = self.procs.sample(pid)
-            if process is None:
-                continue
-            sample.processes += 1
-            sample.threads += process.threads
-            sample.max_process_threads = max(sample.max_process_threads, process.threads)
-            sample.open_files += process.open_files or 0
-            sample.process_rss_bytes += process.rss_bytes
+        for process in processes:
+            count = process.threads
+            threads += count
+            if count > max_threads:
+                max_threads = count
+            if process.open_files:
+                open_files += process.open_files
+            rss_bytes += process.rss_bytes
             readings.append(((process.pid, process.starttime), process.io))
-        counters = self._counters.setdefault((job.key, jobid), JobCounters())
+        sample.processes = len(processes)
+        sample.threads = threads
+        sample.max_process_threads = max_threads
+        sample.open_files = open_files
+        sample.process_rss_bytes = rss_bytes
+        counters = self._counters.get((job.key, jobid))
+        if counters is None:
+            counters = self._counters[(job.key, jobid)] = JobCounters()
         io = counters.update(readings)
         sample.spawned = counters.spawned
         sample.io = io if counters.io_known else None
         if self.scratch:
-            sample.uses_scratch = any(self.procs.uses_scratch(pid, self.scratch)
-                                      for (pid, _), _ in readings)
+            sample.uses_scratch = any(self.procs.uses_scratch(process.pid, self.scratch)
+                                      for process in processes)
         sample.gpus = self._gpus(job, metadata)
         return sample
 

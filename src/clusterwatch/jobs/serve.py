@@ -1,21 +1,38 @@
 """`/metrics` over HTTP until SIGTERM or SIGINT, computed at scrape time.
 
-prometheus_client's WSGI app (content negotiation, gzip) in a threading wsgiref server; the
-collector serialises concurrent scrapes itself.
+A WSGI app in a threading wsgiref server that answers like prometheus_client's
+`make_wsgi_app` (the same content negotiation on `Accept`, gzip on `Accept-Encoding`,
+OPTIONS, 405 for other methods, `name[]` filters): the Prometheus text format and
+OpenMetrics 1.0.0 are written by `exposition.render`, anything else (another format
+version or name escaping, a `name[]` filter) by prometheus_client itself. The collector
+serialises concurrent scrapes itself.
 """
 
 from __future__ import annotations
 
+import gzip
 import logging
 import signal
 import socket
 import socketserver
 import threading
+from collections.abc import Iterable
 from types import FrameType
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import choose_encoder, gzip_accepted
+
+from clusterwatch.jobs import exposition
+
+if TYPE_CHECKING:
+    from clusterwatch.jobs.exporter import JobsCollector
+
+WSGIEnvironment = dict[str, Any]
+StartResponse = Callable[..., Any]
+WSGIApp = Callable[[WSGIEnvironment, StartResponse], Iterable[bytes]]
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +72,35 @@ class _QuietHandler(WSGIRequestHandler):
         log.debug("%s %s", self.address_string(), format % args)
 
 
-def bind(registry: CollectorRegistry, host: str, port: int) -> WSGIServer:
+def metrics_app(collector: JobsCollector) -> WSGIApp:
+    """The WSGI app serving `collector` (see the module's docstring)."""
+    registry = CollectorRegistry()
+    registry.register(collector)
+    fallback: WSGIApp = make_wsgi_app(registry)
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
+                or "name[]" in parse_qs(environ.get("QUERY_STRING", ""))):
+            return fallback(environ, start_response)
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        fmt = exposition.format_of(encoder)
+        if fmt is None:
+            return fallback(environ, start_response)
+        output = collector.exposition(fmt)
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            output = gzip.compress(output)
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [output]
+
+    return app
+
+
+def bind(collector: JobsCollector, host: str, port: int) -> WSGIServer:
     """A server bound to host:port (OSError when the address is in use or unknown)."""
     server_class = _Server6 if ":" in host else _Server
-    return make_server(host, port, make_wsgi_app(registry), server_class, _QuietHandler)
+    return make_server(host, port, metrics_app(collector), server_class, _QuietHandler)
 
 
 def serve_until_signalled(server: WSGIServer) -> None:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from clusterwatch.jobs.discovery import SLURM_JOB_DIR, JobCgroup, subdirectories
+from clusterwatch.jobs.discovery import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
 
 _TOP = re.compile(r"slurm(_.+)?")
 _UID = re.compile(r"uid_([0-9]+)")
@@ -31,6 +31,7 @@ class _Found:
     jobid: Optional[str]
     name: str
     dirs: dict[str, str] = field(default_factory=dict)
+    inodes: dict[str, int] = field(default_factory=dict)
 
 
 class SlurmV1:
@@ -57,16 +58,15 @@ class SlurmV1:
                             entry = found[key] = _Found(
                                 int(uid.group(1)), match.group("jobid"), job.name)
                         entry.dirs[controller] = job.path
+                        entry.inodes[controller] = job.inode()  # from the listing: no stat
         return [_job(key, entry) for key, entry in sorted(found.items())]
 
 
 def _job(key: str, found: _Found) -> JobCgroup:
     dirs = found.dirs
-    procs_dir = next((dirs[name] for name in PROCS_CONTROLLERS if name in dirs), None)
-    try:
-        inode = os.stat(procs_dir).st_ino if procs_dir else 0
-    except OSError:
-        inode = 0
+    procs = next((name for name in PROCS_CONTROLLERS if name in dirs), None)
+    procs_dir = dirs[procs] if procs else None
+    inode = found.inodes[procs] if procs else 0
     return JobCgroup(
         scheduler="slurm",
         key=key,
@@ -81,4 +81,5 @@ def _job(key: str, found: _Found) -> JobCgroup:
         devices_dir=dirs.get("devices"),
         procs_dir=procs_dir,
         has_steps=True,
+        daemon_comm=SLURMSTEPD,
     )

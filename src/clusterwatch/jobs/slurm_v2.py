@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 
-from clusterwatch.jobs.discovery import SLURM_JOB_DIR, JobCgroup, subdirectories
+from clusterwatch.jobs.discovery import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
 
 _SCOPE = re.compile(r"(?:.+_)?slurmstepd\.scope")
 _SCOPE_PARENTS = ("system.slice", "")
@@ -46,5 +46,6 @@ class SlurmV2:
                         procs_dir=job.path,
                         daemon_dirs=("slurm",),
                         has_steps=True,
+                        daemon_comm=SLURMSTEPD,
                     ))
         return jobs
