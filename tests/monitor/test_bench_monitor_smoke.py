@@ -1,0 +1,112 @@
+"""benchmarks/bench_monitor.py: its records are valid and sized, and `--quick` runs end to end
+(gunicorn, real HTTP, the pages) in a few seconds, so the benchmark cannot rot unnoticed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterwatch.monitor.ingest.validation import schema_problem
+from clusterwatch.monitor.records import pushes_in, queues_in
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_monitor.py"
+AT = dt.datetime(2026, 11, 29, 13, 30, tzinfo=dt.timezone.utc)
+
+
+def _bench() -> Any:
+    if "bench_monitor" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_monitor", BENCH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_monitor"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bench_monitor"]
+
+
+def test_it_lays_out_one_queue_for_everyone_and_the_rest_for_one_or_two() -> None:
+    lay = _bench().layout(50, 200)
+    servers = {queue: len(lay.servers(queue)) for queue in lay.queues}
+    assert servers.pop("SITE000_PanDA") == 50
+    assert set(servers.values()) == {1, 2}
+    assert sorted(servers.values()).count(1) == 99
+    assert all(6 <= len(names) <= 7 for names in lay.served)
+
+
+def test_it_refuses_too_few_queues_for_the_layout() -> None:
+    with pytest.raises(ValueError, match="2 \\* hosts"):
+        _bench().layout(10, 20)
+
+
+def test_it_builds_valid_records_of_the_asked_size_for_their_key() -> None:
+    bench = _bench()
+    lay = bench.layout(50, 200)
+    record = bench.host_record(bench.example(), lay, 7, AT, 100, 200 * 1024)
+    size = len(bench.encode(record))
+    assert 200 * 1024 <= size < 201 * 1024
+    assert schema_problem(record) is None
+    assert record["host"] == lay.keys[7] and record["collected_at"] == "2026-11-29T13:30:00Z"
+    assert queues_in(record) == set(lay.served[7])
+    assert len(list(pushes_in(record))) == bench.RECENT_PUSHES
+
+
+def test_it_posts_bodies_that_differ_only_where_a_later_record_would() -> None:
+    bench = _bench()
+    lay = bench.layout(5, 12)
+    record = bench.host_record(bench.example(), lay, 2, AT, 10, 50_000)
+    template = bench.body_template(record)
+    same = json.loads(bench.body_at(template, lay, 2, 10, AT))
+    assert same == json.loads(bench.encode(record))
+    later = json.loads(bench.body_at(template, lay, 2, 11, AT + dt.timedelta(minutes=5)))
+    assert later["collected_at"] == "2026-11-29T13:35:00Z"
+    assert schema_problem(later) is None
+    assert not {p["pandaid"] for p in later["submission"]["recent_pushes"]} & {
+        p["pandaid"] for p in same["submission"]["recent_pushes"]}
+
+
+def test_it_keeps_older_records_small_and_valid() -> None:
+    bench = _bench()
+    lay = bench.layout(5, 12)
+    record = bench.history_record(bench.example(), lay, 1, AT, 3, 5)
+    assert schema_problem(record) is None
+    assert len(bench.encode(record)) < 10_000 and record["host"] == lay.keys[1]
+
+
+def test_it_runs_the_quick_benchmark_through_gunicorn(tmp_path: Path) -> None:
+    environ = {name: value for name, value in os.environ.items()
+               if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir",
+                           str(tmp_path / "bench")], capture_output=True, text=True,
+                          timeout=180, env=environ, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    out = done.stdout
+    for row in ("HTTP, sequential", "HTTP, 4 connections", "in-process (test client)"):
+        line = next(text for text in out.splitlines() if text.strip().startswith(row))
+        assert "201x" in line and "FAILED" not in line
+    for page in ("queue, 1 harvester", "queue, 2 harvesters", "queue, all 5", "hosts (5",
+                 "job "):
+        assert any(text.strip().startswith(page) for text in out.splitlines()), page
+    assert "target p99 < 50 ms" in out and "target p99 < 150 ms" in out
+    assert "load average" in out
+
+
+def test_it_reuses_a_database_built_with_the_same_sizes_only(tmp_path: Path) -> None:
+    bench = _bench()
+    args = bench.parse_args(["--quick"])
+    built = bench.Built(history=115, history_pushes=575, latest_sizes=[204_800],
+                        reasons_per_queue=[40], seconds=1.5, latest_at=AT, latest_seq=23)
+    bench.save_meta(tmp_path, args, built, 42)
+    again = bench.load_meta(tmp_path, bench.parse_args(["--quick", "--requests", "3"]))
+    assert again is not None
+    reused, posted = again
+    assert posted == 42 and reused.reused and reused.latest_at == AT
+    assert reused.latest_seq == 23 and reused.history == 115
+    assert bench.load_meta(tmp_path, bench.parse_args(["--days", "1"])) is None
+    assert bench.load_meta(tmp_path / "elsewhere", args) is None
