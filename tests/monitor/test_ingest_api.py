@@ -440,3 +440,59 @@ def test_it_stores_a_record_posted_over_a_socket(live_server: Any) -> None:
     status, answer = _raw_post(live_server, new_token(), len(data), data)
     assert status == 201 and json.loads(answer)["latest"] is True
     assert HostReport.objects.count() == 1
+
+
+def _nested(levels: int, leaf: Any = 1) -> Any:
+    """`levels` containers inside one another, lists and objects taking turns."""
+    value = leaf
+    for level in range(levels):
+        value = [value] if level % 2 else {"n": value}
+    return value
+
+
+# Free-form places of the record (the schema constrains nothing inside them), and the level
+# of the container put there: the body is level 1.
+FREE_PLACES = [
+    (("harvester_db", "workers_not_finished", "deep"), 4),
+    (("adjustment", "queues", "BNL_PanDA_1", "against"), 5),
+    (("fetching", "queues", "BNL_PanDA_1", "extra"), 5),  # an extra property: allowed
+]
+
+
+@pytest.mark.usefixtures("nothing_stored")
+@pytest.mark.parametrize(("place", "level"), FREE_PLACES)
+# A pair of escaped surrogates is storable, but makes ingest check every string as well.
+@pytest.mark.parametrize("leaf", [1, "\U0001f600"])
+def test_it_refuses_nesting_deeper_than_64_levels_anywhere(client: Client, place: Any,
+                                                          level: int, leaf: Any) -> None:
+    record = example()
+    *parents, name = place
+    parent = record
+    for part in parents:
+        parent = parent[part]
+    parent[name] = _nested(65 - level + 1, leaf)
+    answer = _refused(post(client, new_token(), record), 400, "json")
+    assert "64" in answer["detail"]
+
+
+@pytest.mark.parametrize(("place", "level"), FREE_PLACES)
+@pytest.mark.parametrize("leaf", [1, "\U0001f600"])
+def test_it_stores_nesting_of_exactly_64_levels(client: Client, place: Any, level: int,
+                                                leaf: Any) -> None:
+    record = example()
+    *parents, name = place
+    parent = record
+    for part in parents:
+        parent = parent[part]
+    parent[name] = _nested(64 - level + 1, leaf)
+    response = post(client, new_token(), record)
+    assert response.status_code == 201, response.content
+    assert HostReport.objects.get().record == record
+
+
+@pytest.mark.usefixtures("nothing_stored")
+def test_it_refuses_a_deep_branch_after_many_shallow_ones(client: Client) -> None:
+    record = example()
+    record["harvester_db"]["workers_not_finished"] = {
+        "wide": [[{"x": [i]}] for i in range(500)], "deep": _nested(62)}
+    _refused(post(client, new_token(), record), 400, "json")

@@ -6,6 +6,7 @@ Pure functions, shared by ingest (to index the record) and the pages.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
@@ -13,12 +14,23 @@ from typing import Any, Optional
 QUEUE_SECTIONS = ("fetching", "submission", "adjustment")
 # harvester_db parts keyed directly by queue (computingSite) name, or `{"error": ...}`.
 DB_QUEUE_PARTS = ("launch_limits", "workers_now", "workers_ended")
+# The schema's utc type, ASCII digits only (`\d` would take other scripts' digits too).
+_UTC_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
 def parse_utc(text: Any) -> Optional[dt.datetime]:
     """`2026-10-02T18:27:05Z` (the schema's utc type) to an aware datetime; None otherwise."""
     if not isinstance(text, str):
         return None
+    if len(text) == 20 and _UTC_TEXT.fullmatch(text):
+        # The form every reporter time has (~40 per record): 10x faster than strptime, with
+        # the same answers (strptime accepts these digits; both refuse month 13 or second 60).
+        try:
+            return dt.datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]),
+                               int(text[11:13]), int(text[14:16]), int(text[17:19]),
+                               tzinfo=dt.timezone.utc)
+        except ValueError:
+            return None
     try:
         value = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
     except ValueError:

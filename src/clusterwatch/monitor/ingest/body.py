@@ -103,6 +103,37 @@ def _kind(value: Any) -> str:
 
 def _check_tree(root: dict[str, Any], strings: bool) -> None:
     """Depth, and (when an escape could have made one) NULs and lone surrogates."""
+    if strings:
+        _check_nodes(root)
+    else:
+        _check_depth(root)
+
+
+def _check_depth(root: dict[str, Any]) -> None:
+    """No container deeper than MAX_DEPTH (the root is level 1), level by level.
+
+    Only containers are kept, one list per level, gathered by comprehensions: about half the
+    time of a node-by-node walk on a 200 KB record (whose ~6,000 containers are nearly all in
+    harvester_db's free-form parts, so a walk guided by the schema would save little). The
+    exact `type(...) is` tests hold because json.loads makes plain dicts and lists only.
+    """
+    level: list[Any] = [root]
+    depth = 1
+    while True:
+        below: list[Any] = []
+        for value in level:
+            items = value.values() if type(value) is dict else value
+            below.extend([item for item in items if type(item) is dict or type(item) is list])
+        if not below:
+            return
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise Rejection(400, "json", f"nested deeper than {MAX_DEPTH} levels")
+        level = below
+
+
+def _check_nodes(root: dict[str, Any]) -> None:
+    """Depth and every string, node by node: for bodies holding a risky escape only."""
     stack: list[tuple[Any, int]] = [(root, 1)]
     while stack:
         value, depth = stack.pop()
@@ -110,11 +141,11 @@ def _check_tree(root: dict[str, Any], strings: bool) -> None:
             raise Rejection(400, "json", f"nested deeper than {MAX_DEPTH} levels")
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for name, item in items:
-            if strings and isinstance(name, str):
+            if isinstance(name, str):
                 _check_string(name)
             if isinstance(item, (dict, list)):
                 stack.append((item, depth + 1))
-            elif strings and isinstance(item, str):
+            elif isinstance(item, str):
                 _check_string(item)
 
 

@@ -32,6 +32,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from clusterwatch.monitor import sqlite_tuning
 from clusterwatch.monitor.ingest import access, body, store, validation
 from clusterwatch.monitor.ingest.errors import Rejection
 from clusterwatch.monitor.models import HostReport, LatestReport
@@ -73,7 +74,8 @@ def _post(request: HttpRequest, key: str) -> JsonResponse:
     if duplicate is not None:
         return JsonResponse({**_receipt(duplicate, store.is_latest(duplicate)),
                              "duplicate": True}, status=200)
-    report, latest = store.store_record(key, record, len(data), token=token)
+    with sqlite_tuning.write_lock():  # SQLite: queue the writers (see sqlite_tuning)
+        report, latest = store.store_record(key, record, len(data), token=token)
     return JsonResponse(_receipt(report, latest), status=201)
 
 
