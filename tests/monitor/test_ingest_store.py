@@ -16,6 +16,7 @@ from django.db import connection
 
 from clusterwatch.monitor.ingest.store import duplicate_of, is_latest, store_record
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
+from clusterwatch.monitor.pages.slices import host_summary, queue_slice
 from tests.monitor.ingest_support import KEY, at, example, new_token
 
 pytestmark = pytest.mark.django_db
@@ -72,6 +73,31 @@ def test_it_replaces_the_queue_index_with_the_latest_records_queues() -> None:
     # A late record changes nothing in the index.
     store_record(KEY, example(collected_at=at(1)), 1)
     assert _queues() == {"BNL_PanDA_1", "UM_GREX_PanDA_1", "MWT2_UCORE", "NEW_QUEUE"}
+
+
+def _slices(key: str = KEY) -> dict[str, Any]:
+    return dict(LatestQueue.objects.filter(key=key).values_list("queue", "page_slice"))
+
+
+def test_it_keeps_the_pages_slices_of_the_latest_record_with_the_index() -> None:
+    first = example(collected_at=at(0))
+    store_record(KEY, first, 1)
+    assert _slices() == {queue: queue_slice(first, queue) for queue in _queues()}
+    assert LatestReport.objects.get(key=KEY).summary == host_summary(first)
+    newer = example(collected_at=at(5))
+    newer["fetching"]["queues"]["BNL_PanDA_1"]["attempts"] = 99
+    newer["fetching"]["queues"]["NEW_QUEUE"] = newer["fetching"]["queues"]["BNL_PanDA_1"]
+    newer["hostname"] = "renamed"
+    store_record(KEY, newer, 1)
+    late = example(collected_at=at(1))
+    late["hostname"] = "late"
+    store_record(KEY, late, 1)  # a late record changes no slice
+    assert _slices() == {queue: queue_slice(newer, queue) for queue in _queues()}
+    assert "NEW_QUEUE" in _slices()
+    assert _slices()["BNL_PanDA_1"]["record"]["fetching"]["queues"]["BNL_PanDA_1"][
+        "attempts"] == 99
+    assert LatestReport.objects.get(key=KEY).summary == host_summary(newer)
+    assert host_summary(newer)["record"]["hostname"] == "renamed"
 
 
 def test_it_leaves_out_queue_names_longer_than_the_column() -> None:

@@ -21,6 +21,7 @@ from .pages_support import (
     no_jobs,
     recent,
     store,
+    with_database,
 )
 
 pytestmark = pytest.mark.django_db
@@ -130,6 +131,32 @@ def test_it_shows_every_harvester_serving_the_queue(operator: Client) -> None:
     assert "Harvester pandaharvester01" in text and "Harvester pandaharvester02" in text
     assert "pandaharvester01: PanDA has no jobs for this queue" in text
     assert "pandaharvester02: every fetch in the last interval failed with SSLError" in text
+
+
+def _reasons(record: dict[str, Any], n: int) -> dict[str, Any]:
+    record = with_database(record)
+    entry = record["harvester_db"]["workers_not_finished"][QUEUE]
+    template = next(iter(entry["reasons"].values()))
+    entry["reasons"] = {f"held: reason number {i:02d}": dict(template, count=100 - i)
+                        for i in range(n)}
+    entry["workers"] = sum(group["count"] for group in entry["reasons"].values())
+    return record
+
+
+def test_it_shows_the_largest_reasons_and_links_to_every_reason(operator: Client) -> None:
+    store(fresh(_reasons(example(), 8)))
+    store(as_key(fresh(_reasons(example(), 2)), "pandaharvester02"))
+    text = text_of(operator.get(f"/queues/{QUEUE}/"))
+    shown = [i for i in range(8) if f"held: reason number {i:02d}" in text]
+    assert shown == [0, 1, 2, 3, 4]  # most workers first
+    assert "and 3 more reasons (282 workers)" in text  # 95 + 94 + 93
+    assert text.count("show every reason of this harvester") == 1  # not on the short panel
+    assert "worker 8812001, batch 1234.0, node042.example.org, gridgk01.example.org" in text
+    every = text_of(operator.get(f"/queues/{QUEUE}/", {"reasons": "pandaharvester01"}))
+    assert all(f"held: reason number {i:02d}" in every for i in range(8))
+    assert "more reasons" not in every and "Harvester pandaharvester02" in every
+    odd = operator.get(f"/queues/{QUEUE}/", {"reasons": "nobody"})
+    assert odd.status_code == 200 and "and 3 more reasons" in text_of(odd)
 
 
 def test_it_answers_404_for_a_queue_no_harvester_reported(operator: Client) -> None:

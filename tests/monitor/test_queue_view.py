@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from clusterwatch.monitor.pages.queue_db import queue_db
+from clusterwatch.monitor.pages.queue_db import Example, LaunchLimits, Reason, queue_db
 from clusterwatch.monitor.pages.queue_page import harvester_panel, queue_page
 from clusterwatch.monitor.pages.queue_view import (
     adjustment,
@@ -166,3 +166,17 @@ def test_it_shows_each_harvester_serving_the_queue() -> None:
             in page.why.text)
     assert page.why.level == "bad" and page.why.error_class == "SSLError"
     assert (page.why.line or "").endswith(SSL_MESSAGE)
+
+
+def test_it_escapes_the_precomputed_example_and_limit_rows() -> None:
+    reason = Reason("r", 2, "condor_event_log", [
+        Example("<b>1</b>", None, None, None, "javascript:alert(1)"),
+        Example("2", "7.0", "n", "ce", "https://h/a?x=1&y=<2>")])
+    assert str(reason.examples_html) == (
+        "<li>worker &lt;b&gt;1&lt;/b&gt;, batch ?, no node, no CE, javascript:alert(1)</li>"
+        '<li>worker 2, batch 7.0, n, ce, <a href="https://h/a?x=1&amp;y=&lt;2&gt;" '
+        'rel="noreferrer">log</a></li>')
+    limits = LaunchLimits("s", None, True, by_type=[("<i>A</i>", [1, None, 3, 4])])
+    assert str(limits.by_type_html) == (
+        '<tr><td>&lt;i&gt;A&lt;/i&gt;</td><td class="num">1</td><td class="num">—</td>'
+        '<td class="num">3</td><td class="num">4</td></tr>')

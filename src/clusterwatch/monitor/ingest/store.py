@@ -20,12 +20,14 @@ from django.utils import timezone
 
 from clusterwatch.monitor.ingest.tokens import valid_key
 from clusterwatch.monitor.models import HostReport, HostToken, JobPush, LatestQueue, LatestReport
+from clusterwatch.monitor.pages.slices import host_summary, queue_slice
 from clusterwatch.monitor.records import parse_utc, pushes_in, queues_in
 
 # Column limits (models.py), checked here so no database refuses an index row.
 QUEUE_CHARS = 200
 _BIGINT = 2**63
 _CHUNK = 500  # ids per DELETE, under every database's bound-parameter limit
+_UPDATE_BATCH = 100  # rows per UPDATE ... CASE: three parameters each, under that limit too
 
 
 def store_record(key: str, record: dict[str, Any], size_bytes: int,
@@ -41,23 +43,32 @@ def store_record(key: str, record: dict[str, Any], size_bytes: int,
     collected_at = parse_utc(record.get("collected_at"))
     if collected_at is None:
         raise ValueError("the record has no valid collected_at")
+    # Everything derived from the record is computed before the transaction: on SQLite the
+    # write lock (and the writers' queue, sqlite_tuning.write_lock) is held from the first
+    # INSERT to the commit, so only the statements themselves belong inside it.
+    summary = host_summary(record)  # what the hosts overview shows, kept with the pointer
+    slices = {queue: queue_slice(record, queue)
+              for queue in indexable_queues(queues_in(record))}
+    pushes = _pushes(key, record)
     with transaction.atomic():
         # The first statement writes, so on SQLite the write lock is taken before any read.
         report = HostReport.objects.create(
             key=key, collected_at=collected_at, received_at=received_at or timezone.now(),
             size_bytes=size_bytes, record=record, token=token)
-        latest = _claim_latest(report)
+        latest = _claim_latest(report, summary)
         if latest:
-            _replace_queues(report, indexable_queues(queues_in(record)))
-        JobPush.objects.bulk_create(_pushes(report, record), ignore_conflicts=True)
+            _replace_queues(report, slices)
+        for push in pushes:
+            push.report = report
+        JobPush.objects.bulk_create(pushes, ignore_conflicts=True)
     return report, latest
 
 
-def _claim_latest(report: HostReport) -> bool:
+def _claim_latest(report: HostReport, summary: Mapping[str, Any]) -> bool:
     for _ in range(3):
         moved = LatestReport.objects.filter(
             key=report.key, collected_at__lt=report.collected_at,
-        ).update(report=report, collected_at=report.collected_at)
+        ).update(report=report, collected_at=report.collected_at, summary=summary)
         if moved:
             return True
         if LatestReport.objects.filter(key=report.key).exists():
@@ -65,37 +76,41 @@ def _claim_latest(report: HostReport) -> bool:
         try:
             with transaction.atomic():  # a savepoint: losing the race keeps our insert
                 LatestReport.objects.create(key=report.key, report=report,
-                                            collected_at=report.collected_at)
+                                            collected_at=report.collected_at, summary=summary)
             return True
         except IntegrityError:
             continue  # another worker made the key's first row meanwhile: compare with it
     return False
 
 
-def _replace_queues(report: HostReport, names: set[str]) -> None:
-    """Point the key's LatestQueue rows at `report`, for exactly `names`.
+def _replace_queues(report: HostReport, slices: Mapping[str, Any]) -> None:
+    """Point the key's LatestQueue rows at `report`, for exactly the queues of `slices`,
+    each with its queue page's slice of the record.
 
-    A harvester's queues rarely change between records, so this moves the existing rows in
-    one UPDATE and deletes or inserts only the difference: much cheaper than rewriting a
-    few hundred rows per record. Concurrent calls for one key are serialised by the
-    LatestReport row (or its first INSERT) that the caller holds.
+    A harvester's queues rarely change between records, so this updates the existing rows
+    in place (one statement per batch: `bulk_update`) and deletes or inserts only the
+    difference, instead of rewriting every row. Concurrent calls for one key are
+    serialised by the LatestReport row (or its first INSERT) that the caller holds.
     """
-    rows = LatestQueue.objects.filter(key=report.key)
-    existing = dict(rows.values_list("queue", "pk"))
-    gone = [pk for queue, pk in existing.items() if queue not in names]
+    existing = dict(LatestQueue.objects.filter(key=report.key).values_list("queue", "pk"))
+    gone = [pk for queue, pk in existing.items() if queue not in slices]
     for start in range(0, len(gone), _CHUNK):
         LatestQueue.objects.filter(pk__in=gone[start:start + _CHUNK]).delete()
-    rows.update(report=report)
+    kept = [LatestQueue(pk=pk, key=report.key, queue=queue, report=report,
+                        page_slice=slices[queue])
+            for queue, pk in existing.items() if queue in slices]
+    LatestQueue.objects.bulk_update(kept, ["report", "page_slice"], batch_size=_UPDATE_BATCH)
     LatestQueue.objects.bulk_create(
-        [LatestQueue(key=report.key, queue=queue, report=report)
-         for queue in sorted(names - set(existing))])
+        [LatestQueue(key=report.key, queue=queue, report=report, page_slice=slices[queue])
+         for queue in sorted(set(slices) - set(existing))])
 
 
 def indexable_queues(names: Iterable[str]) -> set[str]:
     return {name for name in names if len(name) <= QUEUE_CHARS}
 
 
-def _pushes(report: HostReport, record: Mapping[str, Any]) -> list[JobPush]:
+def _pushes(key: str, record: Mapping[str, Any]) -> list[JobPush]:
+    """The record's pushes as rows (without their report yet: it does not exist yet)."""
     rows: dict[tuple[int, int], JobPush] = {}
     for push in pushes_in(record):
         pandaid, workerid = push["pandaid"], push["workerid"]
@@ -104,8 +119,7 @@ def _pushes(report: HostReport, record: Mapping[str, Any]) -> list[JobPush]:
         if len(push["queue"]) > QUEUE_CHARS:
             continue
         rows.setdefault((pandaid, workerid), JobPush(
-            pandaid=pandaid, workerid=workerid, queue=push["queue"], key=report.key,
-            at=push["at"], report=report))
+            pandaid=pandaid, workerid=workerid, queue=push["queue"], key=key, at=push["at"]))
     return list(rows.values())
 
 

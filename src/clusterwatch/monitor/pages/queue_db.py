@@ -13,11 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
 from clusterwatch.monitor.pages.age import Stamp, duration_text, stamp
 from clusterwatch.monitor.pages.reading import counts, error_of, integer, number, obj, text
 
 LIMITS = ("nQueueLimitWorker", "maxWorkers", "nQueueLimitJob", "nNewWorkers")
 EXAMPLES_SHOWN = 3
+# Reasons shown per panel, most workers first; the rest are summed in one line. A queue
+# served by 50 harvesters would otherwise be a page of thousands of reasons.
+REASONS_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,15 @@ class LaunchLimits(Part):
     @property
     def max_workers(self) -> Optional[int]:
         return dict(self.limits).get("maxWorkers")
+
+    @property
+    def by_type_html(self) -> SafeString:
+        """The by-type table's rows, made here: a nested template loop per panel costs more
+        than the rest of the panel (every part escaped)."""
+        return format_html_join("\n", "<tr><td>{}</td>{}</tr>", (
+            (kind, format_html_join("", '<td class="num">{}</td>',
+                                    (("—" if value is None else value,) for value in values)))
+            for kind, values in self.by_type))
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,12 @@ class Example:
             return self.log_url
         return None
 
+    @property
+    def text(self) -> str:
+        """"worker 8812001, batch 1234.0, node042, gridgk01": one line, made here rather than
+        from eight lookups and filters per example in the template."""
+        return (f"worker {self.worker or '?'}, batch {self.batch_id or '?'}, "
+                f"{self.node or 'no node'}, {self.ce or 'no CE'}")
 
 @dataclass(frozen=True)
 class Reason:
@@ -75,11 +96,30 @@ class Reason:
     source: str
     examples: list[Example]
 
+    @property
+    def examples_html(self) -> SafeString:
+        """The examples as list items (every part escaped; only http(s) logs are links)."""
+        return format_html_join("", "<li>{}{}</li>", (
+            (ex.text, format_html(', <a href="{}" rel="noreferrer">log</a>', ex.link)
+             if ex.link else format_html(", {}", ex.log_url) if ex.log_url else "")
+            for ex in self.examples))
+
 
 @dataclass(frozen=True)
 class NotFinished(Part):
     workers: Optional[int] = None
-    reasons: list[Reason] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)  # the REASONS_SHOWN largest
+    more_reasons: int = 0  # reasons not shown, and their workers
+    more_workers: int = 0
+
+    @property
+    def more_text(self) -> str:
+        """"and 29 more reasons (1,204 workers)"; empty when every reason is shown."""
+        if not self.more_reasons:
+            return ""
+        noun = "reason" if self.more_reasons == 1 else "reasons"
+        workers = "worker" if self.more_workers == 1 else "workers"
+        return f"and {self.more_reasons} more {noun} ({self.more_workers:,} {workers})"
 
 
 @dataclass(frozen=True)
@@ -148,7 +188,19 @@ def _reason(text_: str, group: Mapping[str, Any]) -> Reason:
     )
 
 
-def _from_candidates(candidates: list[Any], sites: list[str], source: str) -> NotFinished:
+def _ranked(source: str, workers: Optional[int], groups: list[tuple[str, Mapping[str, Any]]],
+            shown_n: Optional[int]) -> NotFinished:
+    """The largest reasons built for showing; of the others only their number and workers."""
+    ranked = sorted(((integer(group.get("count")) or 0, name, group) for name, group in groups),
+                    key=lambda item: (-item[0], item[1]))
+    shown, rest = ranked[:shown_n], ranked[len(ranked) if shown_n is None else shown_n:]
+    return NotFinished(source, None, True, workers,
+                       [_reason(name, group) for _, name, group in shown],
+                       more_reasons=len(rest), more_workers=sum(count for count, _, _ in rest))
+
+
+def _from_candidates(candidates: list[Any], sites: list[str], source: str,
+                     shown_n: Optional[int]) -> NotFinished:
     """Raw `workers_not_finished_candidates` rows (a record without the grouped part):
     grouped by the harvester's own diagnostic, the only reason such a row carries."""
     groups: dict[str, dict[str, Any]] = {}
@@ -162,38 +214,52 @@ def _from_candidates(candidates: list[Any], sites: list[str], source: str) -> No
         group["examples"].append({"worker": row.get("workerID"), "batch_id": row.get("batchID"),
                                   "node": row.get("nodeID"), "ce": row.get("computingElement"),
                                   "log_url": row.get("batchLog")})
-    reasons = [_reason(name, group) for name, group in groups.items()]
-    return NotFinished(source, None, bool(reasons), sum(r.count for r in reasons),
-                       sorted(reasons, key=lambda r: (-r.count, r.text)))
+    if not groups:
+        return NotFinished(source, None, False, 0)
+    return _ranked(source, sum(group["count"] for group in groups.values()),
+                   list(groups.items()), shown_n)
 
 
-def not_finished(database: Mapping[str, Any], sites: list[str]) -> NotFinished:
+def not_finished(database: Mapping[str, Any], sites: list[str],
+                 shown_n: Optional[int] = REASONS_SHOWN) -> NotFinished:
+    """The not-finished workers by reason, the `shown_n` largest reasons whole (None: all)."""
     part = database.get("workers_not_finished")
     source = "harvester_db.workers_not_finished (work_table + condor event logs, 24 h)"
     if part is None and isinstance(database.get("workers_not_finished_candidates"), list):
         return _from_candidates(database["workers_not_finished_candidates"], sites,
-                                "harvester_db.workers_not_finished_candidates (work_table)")
+                                "harvester_db.workers_not_finished_candidates (work_table)",
+                                shown_n)
     if error_of(part) is not None:
         return NotFinished(source, error_of(part))
     site, entry = _entry(obj(part), sites)
     if site is None:
         return NotFinished(source)
-    reasons = [_reason(str(name), obj(group)) for name, group in obj(entry.get("reasons")).items()]
-    return NotFinished(f"{source} [{site}]", None, True, integer(entry.get("workers")),
-                       sorted(reasons, key=lambda r: (-r.count, r.text)))
+    return _ranked(f"{source} [{site}]", integer(entry.get("workers")),
+                   [(str(name), obj(group)) for name, group in obj(entry.get("reasons")).items()],
+                   shown_n)
 
 
-def queue_db(record: Mapping[str, Any], queue: str, now: dt.datetime) -> QueueDb:
+def queue_sites(database: Mapping[str, Any], queue: str) -> list[str]:
+    """The names the `work_table` parts may file the queue's workers under: the queue, then
+    its `pq_table` siteName when that differs."""
+    part = database.get("launch_limits")
+    entry = obj(obj(part).get(queue))
+    site = text(entry.get("siteName"))
+    if error_of(part) is None and entry and site is not None and site != queue:
+        return [queue, site]
+    return [queue]
+
+
+def queue_db(record: Mapping[str, Any], queue: str, now: dt.datetime,
+             reasons_shown: Optional[int] = REASONS_SHOWN) -> QueueDb:
     database = obj(record.get("harvester_db"))
     limits = launch_limits(database, queue, now)
-    sites = [queue]
-    if limits.site_name is not None and limits.site_name != queue:
-        sites.append(limits.site_name)
+    sites = queue_sites(database, queue)
     return QueueDb(
         error=error_of(database),
         queue_config_error=text(database.get("queue_config_error")),
         launch_limits=limits,
         workers_now=_workers(database, "workers_now", sites),
         workers_ended=_workers(database, "workers_ended", sites),
-        not_finished=not_finished(database, sites),
+        not_finished=not_finished(database, sites, reasons_shown),
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.monitor.pages.age import Stamp, is_stale, stamp
-from clusterwatch.monitor.pages.queue_db import QueueDb, queue_db
+from clusterwatch.monitor.pages.queue_db import REASONS_SHOWN, QueueDb, queue_db
 from clusterwatch.monitor.pages.queue_view import (
     Adjustment,
     FailedCalls,
@@ -63,7 +63,8 @@ class QueuePage:
 
 
 def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
-                    interval_s: int) -> HarvesterPanel:
+                    interval_s: int, reasons_shown: Optional[int] = REASONS_SHOWN,
+                    ) -> HarvesterPanel:
     record = stored.record
     collected = stamp(stored.collected_at, now)
     raw_interval = obj(record.get("interval"))
@@ -87,14 +88,17 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
         failed_calls=calls,
         last_call=last_failed_call(calls),
         adjustment=adjust,
-        db=queue_db(record, queue, now),
+        db=queue_db(record, queue, now, reasons_shown),
         why=harvester_why(fetch, submit, adjust, calls, collected, interval_s,
                           interval.first_run),
     )
 
 
 def queue_page(queue: str, stored: Sequence[StoredRecord], now: dt.datetime,
-               interval_s: int) -> QueuePage:
-    panels = [harvester_panel(one, queue, now, interval_s)
+               interval_s: int, every_reason_of: Optional[str] = None) -> QueuePage:
+    """`every_reason_of`: the key whose panel lists every not-finished reason (its `stored`
+    must then be the whole record: a slice holds only the reasons shown by default)."""
+    panels = [harvester_panel(one, queue, now, interval_s,
+                              None if one.key == every_reason_of else REASONS_SHOWN)
               for one in sorted(stored, key=lambda one: one.key)]
     return QueuePage(queue, panels, queue_why([(panel.key, panel.why) for panel in panels]))

@@ -17,12 +17,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.models import HostTokenKey, JobPush, LatestQueue
+from clusterwatch.monitor.models import HostReport, HostTokenKey, JobPush, LatestQueue
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.hosts_view import hosts_page
 from clusterwatch.monitor.pages.job_view import PushSeen, clean_queue_name, job_page, job_queue
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving
+from clusterwatch.monitor.pages.stored import StoredRecord
 
 BIGINT_MAX = 2**63 - 1  # JobPush.pandaid's range; a larger id cannot be stored, so is unknown
 PUSHES_READ = 50
@@ -63,7 +64,14 @@ def queue_detail(request: HttpRequest, queue: str) -> HttpResponse:
     stored = serving(queue)
     if not stored:
         return render(request, "monitor/queue_unknown.html", {"queue": queue}, status=404)
-    page = queue_page(queue, stored, timezone.now(), _interval_s())
+    # `?reasons=KEY`: that harvester's panel lists every not-finished reason, from its whole
+    # record (the stored slice holds only the reasons a panel shows by default).
+    every_reason_of = request.GET.get("reasons")
+    stored = [StoredRecord(one.key, one.report_id,
+                           HostReport.objects.only("record").get(pk=one.report_id).record,
+                           one.collected_at, one.received_at)
+              if one.key == every_reason_of else one for one in stored]
+    page = queue_page(queue, stored, timezone.now(), _interval_s(), every_reason_of)
     return render(request, "monitor/queue.html", {"page": page})
 
 
