@@ -16,7 +16,7 @@ from django.db import connection
 
 from clusterwatch.monitor.ingest.store import duplicate_of, is_latest, store_record
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
-from clusterwatch.monitor.pages.slices import host_summary, queue_slice
+from clusterwatch.monitor.page_slices import host_summary, queue_slice
 from tests.monitor.ingest_support import KEY, at, example, new_token
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from clusterwatch.monitor.ingest.tokens import valid_key
 from clusterwatch.monitor.models import HostReport, HostToken, JobPush, LatestQueue, LatestReport
-from clusterwatch.monitor.pages.slices import host_summary, queue_slice
+from clusterwatch.monitor.page_slices import host_summary, queue_slice
 from clusterwatch.monitor.records import parse_utc, pushes_in, queues_in
 
 # Column limits (models.py), checked here so no database refuses an index row.

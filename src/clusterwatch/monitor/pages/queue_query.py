@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clusterwatch.monitor.models import HostReport, LatestQueue
-from clusterwatch.monitor.pages.slices import sliced
+from clusterwatch.monitor.page_slices import sliced
 from clusterwatch.monitor.pages.stored import StoredRecord
 
 
