@@ -77,12 +77,8 @@ def stamp(when: Any, now: dt.datetime) -> Optional[Stamp]:
     if moment is None:
         return None
     age_s = (now - moment).total_seconds()
-    return Stamp(
-        utc=moment.strftime("%Y-%m-%d %H:%M:%SZ"),
-        age=age_text(age_s),
-        age_s=age_s,
-        iso=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
+    iso = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Stamp(utc=iso.replace("T", " "), age=age_text(age_s), age_s=age_s, iso=iso)
 
 
 def stale_after_s(interval_s: int) -> int:

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from clusterwatch.monitor.pages import queue_rows
 from clusterwatch.monitor.pages.age import Stamp, duration_text, stamp
 from clusterwatch.monitor.pages.reading import counts, error_of, integer, number, obj, text
 
@@ -48,13 +48,12 @@ class LaunchLimits(Part):
         return dict(self.limits).get("maxWorkers")
 
     @property
+    def rows_html(self) -> SafeString:
+        return queue_rows.limits_rows(self)
+
+    @property
     def by_type_html(self) -> SafeString:
-        """The by-type table's rows, made here: a nested template loop per panel costs more
-        than the rest of the panel (every part escaped)."""
-        return format_html_join("\n", "<tr><td>{}</td>{}</tr>", (
-            (kind, format_html_join("", '<td class="num">{}</td>',
-                                    (("—" if value is None else value,) for value in values)))
-            for kind, values in self.by_type))
+        return queue_rows.limits_by_type(self)
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,10 @@ class WorkerCounts(Part):
     @property
     def total(self) -> int:
         return sum(n for _, n in self.by_status)
+
+    @property
+    def rows_html(self) -> SafeString:
+        return queue_rows.workers_rows(self)
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,7 @@ class Reason:
 
     @property
     def examples_html(self) -> SafeString:
-        """The examples as list items (every part escaped; only http(s) logs are links)."""
-        return format_html_join("", "<li>{}{}</li>", (
-            (ex.text, format_html(', <a href="{}" rel="noreferrer">log</a>', ex.link)
-             if ex.link else format_html(", {}", ex.log_url) if ex.log_url else "")
-            for ex in self.examples))
+        return queue_rows.reason_examples(self)
 
 
 @dataclass(frozen=True)
@@ -111,6 +110,10 @@ class NotFinished(Part):
     reasons: list[Reason] = field(default_factory=list)  # the REASONS_SHOWN largest
     more_reasons: int = 0  # reasons not shown, and their workers
     more_workers: int = 0
+
+    @property
+    def reasons_html(self) -> SafeString:
+        return queue_rows.not_finished_rows(self)
 
     @property
     def more_text(self) -> str:
@@ -181,11 +184,14 @@ def _reason(text_: str, group: Mapping[str, Any]) -> Reason:
         text=text_,
         count=integer(group.get("count")) or 0,
         source=text(group.get("source")) or "unknown",
-        examples=[Example(_label(obj(ex).get("worker")), _label(obj(ex).get("batch_id")),
-                          text(obj(ex).get("node")), text(obj(ex).get("ce")),
-                          text(obj(ex).get("log_url")))
-                  for ex in (examples if isinstance(examples, list) else [])][:EXAMPLES_SHOWN],
+        examples=[_example(obj(ex))
+                  for ex in (examples if isinstance(examples, list) else [])[:EXAMPLES_SHOWN]],
     )
+
+
+def _example(ex: Mapping[str, Any]) -> Example:
+    return Example(_label(ex.get("worker")), _label(ex.get("batch_id")), text(ex.get("node")),
+                   text(ex.get("ce")), text(ex.get("log_url")))
 
 
 def _ranked(source: str, workers: Optional[int], groups: list[tuple[str, Mapping[str, Any]]],

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from django.utils.safestring import SafeString
+
+from clusterwatch.monitor.pages import queue_rows
 from clusterwatch.monitor.pages.age import Stamp, stamp
 from clusterwatch.monitor.pages.reading import counts, error_of, integer, obj, text
 from clusterwatch.monitor.pages.source_problems import CALL_DAEMONS
@@ -58,6 +61,14 @@ class Fetching:
     def all_failed(self) -> bool:
         return self.attempts > 0 and self.failed >= self.attempts
 
+    @property
+    def last_rows_html(self) -> SafeString:
+        return queue_rows.fetch_last_rows(self)
+
+    @property
+    def interval_rows_html(self) -> SafeString:
+        return queue_rows.fetch_interval_rows(self)
+
 
 @dataclass(frozen=True)
 class Push:
@@ -79,6 +90,14 @@ class Submission:
     job_chunks_at: Optional[Stamp]
     pushes: list[Push]
 
+    @property
+    def rows_html(self) -> SafeString:
+        return queue_rows.submit_rows(self)
+
+    @property
+    def pushes_html(self) -> SafeString:
+        return queue_rows.submit_pushes(self)
+
 
 @dataclass(frozen=True)
 class FailedCalls:
@@ -92,6 +111,14 @@ class FailedCalls:
     last_line: Optional[str]
     last_at: Optional[Stamp]
 
+    @property
+    def failed_html(self) -> SafeString:
+        return queue_rows.calls_failed(self)
+
+    @property
+    def rows_html(self) -> SafeString:
+        return queue_rows.calls_rows(self)
+
 
 @dataclass(frozen=True)
 class Adjustment:
@@ -103,6 +130,10 @@ class Adjustment:
     limit_name: Optional[str]
     against: list[tuple[str, str]]
     message: Optional[str]
+
+    @property
+    def rows_html(self) -> SafeString:
+        return queue_rows.adjust_rows(self)
 
 
 def _quoted(queue: str) -> str:
