@@ -318,9 +318,7 @@ class FileReader:
         try:
             return self._opener(path)
         except OSError as exc:
-            if exc.errno in _GONE:
-                raise ProcessVanished(path) from None
-            self._count_failure(path, exc)
+            self._proc_failure(path, exc)
             return None
 
     def proc_bytes_once(self, path: str) -> Optional[bytes]:
@@ -328,9 +326,7 @@ class FileReader:
         try:
             return self._read_once(path)
         except OSError as exc:
-            if exc.errno in _GONE:
-                raise ProcessVanished(path) from None
-            self._count_failure(path, exc)
+            self._proc_failure(path, exc)
             return None
 
     def proc_listdir(self, path: str) -> Optional[list[str]]:
@@ -338,9 +334,7 @@ class FileReader:
         try:
             return self._lister(path)
         except OSError as exc:
-            if exc.errno in _GONE:
-                raise ProcessVanished(path) from None
-            self._count_failure(path, exc)
+            self._proc_failure(path, exc)
             return None
 
     def proc_stat(self, path: str) -> Optional[os.stat_result]:
@@ -358,10 +352,15 @@ class FileReader:
         try:
             return self._stat(path)
         except OSError as exc:
-            if exc.errno in _GONE:
-                raise ProcessVanished(path) from None
-            self._count_failure(path, exc)
+            self._proc_failure(path, exc)
             return None
+
+    def _proc_failure(self, path: str, exc: OSError) -> None:
+        """A /proc read failed: the process is gone (raised, counted once by the caller),
+        or the file is unreadable (counted here)."""
+        if exc.errno in _GONE:
+            raise ProcessVanished(path) from None
+        self._count_failure(path, exc)
 
     def serial(self, path: str) -> Optional[int]:
         """The held file's serial number (see HeldFiles); None when not held."""
