@@ -285,12 +285,14 @@ def test_a_cancelled_job_disappears_from_the_next_scrape(
     collector = JobsCollector()
     jobid = cluster.submit("sleep 3600", mem="50M", job_name="cancelled")
     cluster.wait_running(jobid)
-    # slurmctld says RUNNING before slurmd has made the job's cgroups and started it.
+    # slurmctld says RUNNING before slurmd has made the job's cgroups, and the cgroups exist
+    # (exported with jobs_processes 0, as a job without processes is) a moment before the
+    # job's first process is moved into them.
     deadline = time.monotonic() + 30
-    while not samples_of(registry := registry_of(collector), "jobs_processes", jobid):
-        assert time.monotonic() < deadline, f"job {jobid} never exported"
+    while not (samples_of(registry := registry_of(collector), "jobs_processes", jobid)
+               and value(registry, "jobs_processes", jobid) >= 1):
+        assert time.monotonic() < deadline, f"job {jobid} never exported with its process"
         time.sleep(0.2)
-    assert value(registry, "jobs_processes", jobid) >= 1
     cluster.cancel(jobid)
     assert cluster.wait_done(jobid) == "CANCELLED"
     deadline = time.monotonic() + 15  # slurmd removes the cgroups right after the job
