@@ -15,25 +15,30 @@ on that server, dropped afterwards.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.monitor.database_url import sqlite_url
-from clusterwatch.testing.monitor_client import LOGIN_PATH, get
-from clusterwatch.testing.services import LOOPBACK, free_port
+from clusterwatch.testing.monitor_client import LOGIN_PATH
+from clusterwatch.testing.services import (
+    LOOPBACK,
+    free_port,
+    log_tail,
+    stop_process,
+    track,
+    wait_ready,
+)
 
 READY_PATH = LOGIN_PATH  # answers 200 once a worker serves Django
 STARTUP_TIMEOUT = 60.0
-STOP_TIMEOUT = 20.0
+STOP_TIMEOUT = 20.0  # SIGTERM is graceful for gunicorn: its workers finish their requests (10 s)
 COMMAND_TIMEOUT = 300.0
 PORT_ATTEMPTS = 3
 LOG_TAIL_LINES = 40
@@ -66,7 +71,7 @@ class MonitorServer:
                       timeout=timeout)
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        return _tail(self.log_path, lines)
+        return log_tail(self.log_path, lines)
 
 
 def monitor_environ(data_dir: Path, database: Optional[Mapping[str, str]] = None,
@@ -127,11 +132,11 @@ def monitor_server(
         chosen = port or free_port()
         process = _start_gunicorn(environ, chosen, workers, log_path)
         url = f"http://{LOOPBACK}:{chosen}"
-        reason = _wait_ready(process, url + READY_PATH, startup_timeout)
+        reason = wait_ready(process, url + READY_PATH, startup_timeout)
         if reason is None:
             break
-        _stop(process)
-        tail = _tail(log_path)
+        stop_process(process, STOP_TIMEOUT)
+        tail = log_tail(log_path)
         if port is None and attempt < PORT_ATTEMPTS and "connection in use" in tail.lower():
             continue  # someone took the port between our probe and gunicorn's bind
         raise MonitorStartError(f"gunicorn {reason}\n--- end of its log ({log_path}) ---\n"
@@ -139,7 +144,7 @@ def monitor_server(
     try:
         yield MonitorServer(url=url, process=process, environ=environ, log_path=log_path)
     finally:
-        _stop(process)
+        stop_process(process, STOP_TIMEOUT)
 
 
 def _start_gunicorn(environ: Mapping[str, str], port: int, workers: int,
@@ -156,47 +161,8 @@ def _start_gunicorn(environ: Mapping[str, str], port: int, workers: int,
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, env=dict(environ), stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT)
-    _live.add(process)
+    track(process)
     return process
-
-
-def _wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float) -> Optional[str]:
-    """None once `url` answers 200; otherwise why gunicorn is not serving."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            return f"exited with status {process.returncode}"
-        try:
-            status = get(url, timeout=2.0)[0]
-        except OSError:
-            status = 0
-        if status == 200:
-            return None
-        if time.monotonic() >= deadline:
-            return f"did not answer {url} with 200 within {timeout:g} s (last: {status})"
-        time.sleep(0.1)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    try:
-        if process.poll() is None:
-            process.terminate()  # gunicorn: graceful, workers finish their requests
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    finally:
-        _live.discard(process)
-
-
-_live: set[subprocess.Popen[bytes]] = set()
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    for process in list(_live):
-        _stop(process)
 
 
 @contextlib.contextmanager
@@ -236,13 +202,6 @@ def _admin_sql(url: str, password_file: str, statement: str) -> None:
                          host=entry["HOST"], port=entry["PORT"] or None, autocommit=True,
                          **entry["OPTIONS"]) as connection:
         connection.execute(statement)
-
-
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        return _last_lines(path.read_text(encoding="utf-8", errors="replace"), lines)
-    except OSError as exc:
-        return f"(log unreadable: {exc.strerror})"
 
 
 def _last_lines(text: str, lines: int = LOG_TAIL_LINES) -> str:

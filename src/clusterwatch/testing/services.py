@@ -91,7 +91,7 @@ class Service:
         return int(self.address.rsplit(":", 1)[1])
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        return _tail(self.log_path, lines)
+        return log_tail(self.log_path, lines)
 
 
 def require_binary(name: str) -> str:
@@ -322,7 +322,7 @@ def _running(
     try:
         yield service
     finally:
-        _stop(service.process)
+        stop_process(service.process)
 
 
 def _start(
@@ -342,47 +342,53 @@ def _start(
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        with _live_lock:
-            _live.add(process)
+        track(process)
         try:
-            reason = _wait_ready(process, url + ready_path, startup_timeout)
+            reason = wait_ready(process, url + ready_path, startup_timeout)
         except BaseException:
-            _stop(process)
+            stop_process(process)
             raise
         if reason is None:
             return Service(name=name, url=url, process=process, log_path=log_path)
-        _stop(process)
-        tail = _tail(log_path, LOG_TAIL_LINES)
+        stop_process(process)
+        tail = log_tail(log_path, LOG_TAIL_LINES)
         if attempt < PORT_ATTEMPTS and "address already in use" in tail.lower():
             continue  # someone took the port between our probe and the service's bind
         raise ServiceStartError(name, reason, tail)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float) -> Optional[str]:
-    """None once `url` answers 200; otherwise why the service is not coming up."""
+def track(process: subprocess.Popen[bytes]) -> None:
+    """Stop `process` at interpreter exit if nobody stopped it before (`stop_process`)."""
+    with _live_lock:
+        _live.add(process)
+
+
+def wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float) -> Optional[str]:
+    """None once `url` answers 200; otherwise why the server is not coming up."""
     deadline = time.monotonic() + timeout
     while True:
         returncode = process.poll()
         if returncode is not None:
             return f"exited with status {returncode}"
         try:
-            status, _ = _http_get(url, timeout=1.0)
+            status, _ = _http_get(url, timeout=2.0)
         except OSError:
             status = 0
         if status == 200:
             return None
         if time.monotonic() >= deadline:
-            return f"not ready within {timeout:g} s"
+            return f"not ready within {timeout:g} s ({url} last answered {status or 'nothing'})"
         time.sleep(0.05)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT) -> None:
+    """SIGTERM, then SIGKILL after `timeout` seconds; forgets the process either way."""
     try:
         if process.poll() is None:
             process.terminate()
             try:
-                process.wait(STOP_TIMEOUT)
+                process.wait(timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
@@ -396,7 +402,7 @@ def _stop_leftovers() -> None:
     with _live_lock:
         leftovers = list(_live)
     for process in leftovers:
-        _stop(process)
+        stop_process(process)
 
 
 def _http_get(url: str, timeout: float) -> tuple[int, bytes]:
@@ -407,7 +413,7 @@ def _http_get(url: str, timeout: float) -> tuple[int, bytes]:
         return int(exc.code), exc.read()
 
 
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
