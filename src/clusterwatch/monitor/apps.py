@@ -11,8 +11,7 @@ class MonitorConfig(AppConfig):
 
     def ready(self) -> None:
         from clusterwatch.monitor import sqlite_tuning
-        from clusterwatch.monitor.ingest import validation
 
         sqlite_tuning.connect()
-        # Compile the record schema now, not in the first reporter's request (~50 ms).
-        validation.checkers()
+        # The record schema is compiled by wsgi.warm() in the web workers, not here: every
+        # management command (evaluate_alarms each minute) would pay for it too.
