@@ -20,13 +20,19 @@ from clusterwatch.monitor.ingest.errors import Rejection
 
 # A record is about six levels deep; free-form parts (`against`, harvester_db) add a few.
 MAX_DEPTH = 64
+_READ_BYTES = 64 * 1024  # per read of an unannounced (chunked) body
 _DIGITS = re.compile(r"[0-9]+")
 # Only an escape can put a NUL or a lone surrogate into a string of strictly decoded UTF-8.
 _RISKY_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def read_body(request: HttpRequest, limit: int) -> bytes:
-    """The body, refused with 413 above `limit` bytes whichever limit notices first."""
+    """The body, refused with 413 above `limit` bytes whichever limit notices first.
+
+    A body without a Content-Length (`Transfer-Encoding: chunked`) is read from the server's
+    input stream up to its end, never more than `limit` + 1 bytes: Django reads nothing of
+    such a body (it takes a missing length for zero).
+    """
     declared = request.META.get("CONTENT_LENGTH")
     announced = None
     if declared not in (None, ""):
@@ -37,6 +43,8 @@ def read_body(request: HttpRequest, limit: int) -> bytes:
         announced = int(text)
         if announced > limit:
             raise _too_big(limit, f"Content-Length says {announced} bytes")
+    elif _chunked(request):
+        return _nonempty(read_unannounced(request, limit))
     try:
         body: bytes = request.body
     except RequestDataTooBig:
@@ -51,9 +59,44 @@ def read_body(request: HttpRequest, limit: int) -> bytes:
         # The sender stopped early (or lied): even a parsable part is not what it meant.
         raise Rejection(400, "body", f"the body ended after {len(body)} of the {announced} "
                                      "bytes its Content-Length announced")
+    return _nonempty(body)
+
+
+def _nonempty(body: bytes) -> bytes:
     if not body:
         raise Rejection(400, "json", "the body is empty; send one JSON record")
     return body
+
+
+def _chunked(request: HttpRequest) -> bool:
+    coding = str(request.META.get("HTTP_TRANSFER_ENCODING", ""))
+    return "chunked" in coding.lower()
+
+
+def read_unannounced(request: HttpRequest, limit: int) -> bytes:
+    """A body of unannounced length, to its end: 413 past `limit` bytes (reading stops at
+    `limit` + 1), 400 if the stream breaks (bad chunk sizes, the client gone).
+
+    Only from a server that ends the input stream with the body (`wsgi.input_terminated`,
+    which gunicorn sets: it de-chunks); reading any other server's stream to its end could
+    wait for the client's next request, so there a chunked body is 411 Length Required.
+    """
+    if not request.META.get("wsgi.input_terminated"):
+        raise Rejection(411, "length_required", "this server cannot read a chunked body; "
+                                                "send it with a Content-Length")
+    stream = request.META["wsgi.input"]
+    parts: list[bytes] = []
+    size = 0
+    while size <= limit:
+        try:
+            part = stream.read(min(_READ_BYTES, limit + 1 - size))
+        except Exception:  # the server's own parse errors (a bad chunk size) are not OSError
+            raise Rejection(400, "body", "the chunked request body could not be read") from None
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+    raise _too_big(limit, f"the chunked body has more than {limit} bytes")
 
 
 def _too_big(limit: int, what: str) -> Rejection:
