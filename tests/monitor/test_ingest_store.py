@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from clusterwatch.monitor.ingest.store import duplicate_of, is_latest, store_record
+from clusterwatch.monitor.ingest.store import (
+    AlreadyStored,
+    duplicate_of,
+    is_latest,
+    record_digest,
+    store_record,
+)
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.page_slices import host_summary, queue_slice
 from tests.monitor.ingest_support import KEY, at, example, new_token
@@ -44,7 +50,9 @@ def test_it_stores_the_record_with_its_times_size_and_token() -> None:
 def test_it_moves_latest_only_forward_in_collected_at() -> None:
     first, _ = store_record(KEY, example(collected_at=at(10)), 1)
     late, late_latest = store_record(KEY, example(collected_at=at(5)), 1)
-    same, same_latest = store_record(KEY, example(collected_at=at(10)), 1)
+    same_time = example(collected_at=at(10))
+    same_time["collect_seconds"] = 2  # another record of the same second
+    same, same_latest = store_record(KEY, same_time, 1)
     assert (late_latest, same_latest) == (False, False)
     assert LatestReport.objects.get(key=KEY).report == first
     assert is_latest(first) and not is_latest(late) and not is_latest(same)
@@ -155,6 +163,25 @@ def test_it_finds_an_identical_record_as_a_duplicate() -> None:
     other["collect_seconds"] = 2
     assert duplicate_of(KEY, at(0), other) is None
     assert duplicate_of("other01", at(0), example(collected_at=at(0))) is None
+
+
+def test_it_stores_an_identical_record_once_even_past_the_duplicate_check() -> None:
+    first, _ = store_record(KEY, example(collected_at=at(0)), 1)
+    # What a worker that checked before the first one wrote does next: store it too.
+    with pytest.raises(AlreadyStored) as raised:
+        store_record(KEY, example(collected_at=at(0)), 1)
+    assert raised.value.report == first
+    assert HostReport.objects.count() == 1 and LatestReport.objects.get().report == first
+    # Equal as JSON is identical, whatever the order its keys came in.
+    reordered = dict(reversed(list(example(collected_at=at(0)).items())))
+    assert record_digest(reordered) == first.digest
+    store_record("other01", example("other01", at(0)), 1)  # the same record of another key
+
+
+def test_it_finds_a_duplicate_of_a_record_stored_before_digests() -> None:
+    legacy, _ = store_record(KEY, example(collected_at=at(0)), 1)
+    HostReport.objects.filter(pk=legacy.pk).update(digest=None)
+    assert duplicate_of(KEY, at(0), example(collected_at=at(0))) == legacy
 
 
 def _shared_cache_sqlite() -> bool:

@@ -51,11 +51,18 @@ class HostReport(models.Model):
     size_bytes = models.PositiveIntegerField()
     record = models.JSONField()
     token = models.ForeignKey(HostToken, on_delete=models.SET_NULL, null=True, blank=True)
+    # SHA-256 of the record's canonical JSON (`ingest.digest`): the unique constraint below
+    # is what makes a retry racing its first attempt a duplicate instead of a second row.
+    # Null on records stored before it existed (ingest compares those by content).
+    digest = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["key", "-collected_at"], name="report_key_collected"),
             models.Index(fields=["received_at"], name="report_received"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["key", "digest"], name="report_digest_once"),
         ]
 
     def __str__(self) -> str:

@@ -7,11 +7,18 @@ of the same row waits for the first to commit and then re-checks the condition a
 committed row, so the newest record wins whatever the arrival order; the first record of a
 key races on the primary key instead (IntegrityError, then the UPDATE again). SQLite takes
 one write lock at the first INSERT, which serialises the whole transaction.
+
+A record is stored once per key: the row carries the digest of its canonical JSON under a
+unique constraint, so of two identical posts racing past `duplicate_of` (two workers, each
+checking before either has written) the second INSERT fails on the constraint and becomes
+`AlreadyStored`, on every database, without any lock of ours.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
@@ -30,13 +37,31 @@ _CHUNK = 500  # ids per DELETE, under every database's bound-parameter limit
 _UPDATE_BATCH = 100  # rows per UPDATE ... CASE: three parameters each, under that limit too
 
 
+class AlreadyStored(Exception):
+    """The key already holds this very record (`report`): nothing new was written."""
+
+    def __init__(self, report: HostReport) -> None:
+        super().__init__(f"record already stored as {report.pk}")
+        self.report = report
+
+
+def record_digest(record: Mapping[str, Any]) -> str:
+    """SHA-256 of the record's canonical JSON: equal for records equal as JSON, whatever
+    the key order or spacing of the bytes they arrived as."""
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
 def store_record(key: str, record: dict[str, Any], size_bytes: int,
                  token: Optional[HostToken] = None,
-                 received_at: Optional[dt.datetime] = None) -> tuple[HostReport, bool]:
+                 received_at: Optional[dt.datetime] = None,
+                 digest: Optional[str] = None) -> tuple[HostReport, bool]:
     """Save `record` under `key`; (the HostReport, whether it became the key's latest).
 
     The record is expected to be valid (ingest checks it); `key` must be a valid key name
-    and `collected_at` a UTC time, else ValueError before anything is written.
+    and `collected_at` a UTC time, else ValueError before anything is written. `digest` is
+    `record_digest(record)` when the caller has it already. AlreadyStored when the key
+    holds the same record (also one that another worker stored a moment ago).
     """
     if not valid_key(key):
         raise ValueError(f"not a valid key: {key!r}")
@@ -50,17 +75,26 @@ def store_record(key: str, record: dict[str, Any], size_bytes: int,
     slices = {queue: queue_slice(record, queue)
               for queue in indexable_queues(queues_in(record))}
     pushes = _pushes(key, record)
-    with transaction.atomic():
-        # The first statement writes, so on SQLite the write lock is taken before any read.
-        report = HostReport.objects.create(
-            key=key, collected_at=collected_at, received_at=received_at or timezone.now(),
-            size_bytes=size_bytes, record=record, token=token)
-        latest = _claim_latest(report, summary)
-        if latest:
-            _replace_queues(report, slices)
-        for push in pushes:
-            push.report = report
-        JobPush.objects.bulk_create(pushes, ignore_conflicts=True)
+    digest = digest or record_digest(record)
+    try:
+        with transaction.atomic():
+            # The first statement writes, so on SQLite the write lock is taken before any
+            # read; on PostgreSQL an identical record being inserted by another transaction
+            # makes this INSERT wait for its outcome, then fail if it committed.
+            report = HostReport.objects.create(
+                key=key, collected_at=collected_at, received_at=received_at or timezone.now(),
+                size_bytes=size_bytes, record=record, token=token, digest=digest)
+            latest = _claim_latest(report, summary)
+            if latest:
+                _replace_queues(report, slices)
+            for push in pushes:
+                push.report = report
+            JobPush.objects.bulk_create(pushes, ignore_conflicts=True)
+    except IntegrityError:
+        stored = HostReport.objects.filter(key=key, digest=digest).first()
+        if stored is None:
+            raise  # another constraint: not ours to explain
+        raise AlreadyStored(stored) from None
     return report, latest
 
 
@@ -123,12 +157,18 @@ def _pushes(key: str, record: Mapping[str, Any]) -> list[JobPush]:
     return list(rows.values())
 
 
-def duplicate_of(key: str, collected_at: dt.datetime,
-                 record: Mapping[str, Any]) -> Optional[HostReport]:
-    """An already stored, identical record of `key` (the reporter delivers at least once)."""
+def duplicate_of(key: str, collected_at: dt.datetime, record: Mapping[str, Any],
+                 digest: Optional[str] = None) -> Optional[HostReport]:
+    """An already stored, identical record of `key` (the reporter delivers at least once).
+
+    A check before writing, so that a retry takes no write lock; what makes it hold under
+    concurrency is the constraint `store_record` meets. Records stored before digests
+    existed are compared by content.
+    """
+    digest = digest or record_digest(record)
     stored: HostReport
     for stored in HostReport.objects.filter(key=key, collected_at=collected_at):
-        if stored.record == record:
+        if stored.digest == digest or (stored.digest is None and stored.record == record):
             return stored
     return None
 

@@ -13,7 +13,8 @@ Order of the checks (each refusal stores nothing):
    `validation.check_record`);
 4. stored: 201 `{"id", "key", "size_bytes", "collected_at", "latest"}`, where `latest` says
    whether it became the key's latest by `collected_at`; a record identical to one already
-   stored for the key and time (a reporter retry) is 200 with `"duplicate": true`.
+   stored for the key (a reporter retry, also one racing its first attempt on another
+   worker) is 200 with `"duplicate": true` and the stored record's receipt.
 
 A database that fails (locked, unreachable) is 503 with Retry-After, so the reporter keeps
 the record and tries again; a value the database refuses is 400. No input is a 500. Tokens
@@ -70,13 +71,18 @@ def _post(request: HttpRequest, key: str) -> JsonResponse:
     data = body.read_body(request, settings.MAX_RECORD_BYTES)
     record = body.parse_object(data)
     collected_at = validation.check_record(record, key)
-    duplicate = store.duplicate_of(key, collected_at, record)
-    if duplicate is not None:
-        return JsonResponse({**_receipt(duplicate, store.is_latest(duplicate)),
-                             "duplicate": True}, status=200)
-    with sqlite_tuning.write_lock():  # SQLite: queue the writers (see sqlite_tuning)
-        report, latest = store.store_record(key, record, len(data), token=token)
-    return JsonResponse(_receipt(report, latest), status=201)
+    digest = store.record_digest(record)
+    duplicate = store.duplicate_of(key, collected_at, record, digest)
+    if duplicate is None:
+        try:
+            with sqlite_tuning.write_lock():  # SQLite: queue the writers (see sqlite_tuning)
+                report, latest = store.store_record(key, record, len(data), token=token,
+                                                    digest=digest)
+            return JsonResponse(_receipt(report, latest), status=201)
+        except store.AlreadyStored as stored:  # an identical post won the race
+            duplicate = stored.report
+    return JsonResponse({**_receipt(duplicate, store.is_latest(duplicate)),
+                         "duplicate": True}, status=200)
 
 
 def _receipt(report: HostReport, latest: bool) -> dict[str, Any]:
