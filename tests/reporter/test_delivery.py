@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
@@ -18,6 +19,7 @@ import pytest
 from clusterwatch.reporter import delivery
 from clusterwatch.reporter.delivery import Buffer, classify, deliver
 from clusterwatch.reporter.envfile import ConfigError
+from tests.reporter.drip import DripRelay, DripServer
 from tests.reporter.tls import CA, MonitorServer, make_ca, make_server_cert
 
 TOKEN = "tok-3f9a1c7e5b2d"
@@ -257,8 +259,53 @@ def test_it_gives_up_on_a_silent_monitor_after_the_timeout(
         outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki),
                           timeout=0.3, now=clock)
 
-    assert outcome["last_error"] == "timeout: no answer within 0.3 s"
+    assert outcome["last_error"] == "timeout: no complete answer within 0.3 s"
     assert outcome["backlog"] == 1
+
+
+# A peer that sends one byte a second satisfies every per-read timeout; the deadline covers
+# the whole exchange (connect, TLS, send, the answer), so the pass stops in time all the same.
+DEADLINE_S = 2.0
+SLACK_S = 2.0  # thread scheduling on a loaded test machine
+
+
+def timed_deliver(buffer: Buffer, clock: Clock, url: str,
+                  ca_bundle: Optional[str] = None) -> tuple[dict[str, Any], float]:
+    buffer.add({"seq": 0})
+    started = time.monotonic()
+    outcome = deliver(buffer, url, TOKEN, ca_bundle=ca_bundle, timeout=DEADLINE_S, now=clock)
+    return outcome, time.monotonic() - started
+
+
+def test_it_gives_up_on_an_answer_that_drips_in_at_the_deadline(
+        buffer: Buffer, clock: Clock) -> None:
+    with DripServer(interval=1.0) as server:
+        outcome, took = timed_deliver(buffer, clock, server.url)
+    assert server.connections == 1
+    assert took < DEADLINE_S + SLACK_S, f"the exchange went on for {took:.1f} s"
+    assert outcome["last_error"] == f"timeout: no complete answer within {DEADLINE_S:g} s"
+    assert outcome["backlog"] == 1  # kept for the next run
+
+
+def test_it_gives_up_on_a_tls_answer_that_drips_in_at_the_deadline(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    with DripServer(interval=1.0, cert=pki["server"]) as server:
+        outcome, took = timed_deliver(buffer, clock, server.url, ca_of(pki))
+    assert server.connections == 1
+    assert took < DEADLINE_S + SLACK_S, f"the exchange went on for {took:.1f} s"
+    assert outcome["last_error"] == f"timeout: no complete answer within {DEADLINE_S:g} s"
+    assert outcome["backlog"] == 1
+
+
+def test_it_gives_up_on_a_tls_handshake_that_drips_in_at_the_deadline(
+        buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
+    with MonitorServer(pki["server"]) as monitor:
+        monitor.start()
+        with DripRelay(("127.0.0.1", monitor.port), interval=1.0) as relay:
+            outcome, took = timed_deliver(buffer, clock, relay.url(), ca_of(pki))
+    assert took < DEADLINE_S + SLACK_S, f"the exchange went on for {took:.1f} s"
+    assert outcome["last_error"] == f"timeout: no complete answer within {DEADLINE_S:g} s"
+    assert monitor.posts == [] and outcome["backlog"] == 1
 
 
 def test_it_allows_plain_http_to_loopback_only(buffer: Buffer, clock: Clock) -> None:

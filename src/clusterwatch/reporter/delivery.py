@@ -13,23 +13,17 @@ drop is reported by exactly one delivered record (twice at worst after a crash, 
 times), however many records wait in the buffer at once.
 """
 
-
-
 import contextlib
-import http.client
 import json
 import logging
 import os
 import re
-import socket
-import ssl
 import time
-import urllib.error
-import urllib.request
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from clusterwatch.reporter import REPORTER_VERSION, utc_text
+from clusterwatch.reporter import utc_text
 from clusterwatch.reporter.envfile import check_monitor_url, check_token
+from clusterwatch.reporter.https_post import Poster, https_poster
 from clusterwatch.reporter.state import write_atomically
 
 log = logging.getLogger(__name__)
@@ -51,10 +45,8 @@ SENDER_STATUSES = frozenset([401, 403, 404, 405, 407])
 
 _RECORD_NAME = re.compile(r"(\d{20})\.json\Z")
 _TEMP_PREFIX = ".tmp-"
-_SNIPPET = 200  # characters of a rejection's body kept for the log and the sidecar
 
 Clock = Callable[[], float]
-Poster = Callable[[bytes], Tuple[Optional[int], str]]
 
 
 class Buffer:
@@ -242,8 +234,9 @@ def deliver(buffer: Buffer, url: str, token: str, ca_bundle: Optional[str] = Non
     Returns `delivered_all` (every record went and was accepted), `delivered`, `set_aside`
     (this pass), `backlog` (records still waiting), `last_error` (None on a clean pass) and
     `section` (what `build_section` now gives the next record). Raises ConfigError, before
-    posting anything, for a URL or token that must not be used. `poster` replaces the HTTPS
-    post (one seam for tests); it returns (status or None when no answer came, description).
+    posting anything, for a URL or token that must not be used. Each post's whole exchange
+    ends within `timeout` seconds (see https_post). `poster` replaces the HTTPS post (one seam
+    for tests); it returns (status or None when no answer came, description).
     """
     check_monitor_url(url)
     check_token(token)
@@ -318,69 +311,6 @@ def classify(status: Optional[int]) -> str:
     if 400 <= status < 500 and status not in RETRY_STATUSES and status not in SENDER_STATUSES:
         return "rejected"
     return "retry"
-
-
-def https_poster(url: str, token: str, ca_bundle: Optional[str] = None,
-                 timeout: float = 30.0) -> Poster:
-    """A poster over urllib with TLS verification always on (system CAs or `ca_bundle`)."""
-    check_monitor_url(url)
-    context = ssl.create_default_context(cafile=ca_bundle)
-    opener = urllib.request.build_opener(
-        urllib.request.HTTPSHandler(context=context), _NoRedirect())
-    headers = {
-        "Content-Type": "application/json",
-        "Authorization": "Bearer " + token,
-        "User-Agent": "clusterwatch-harvester-reporter/" + REPORTER_VERSION,
-    }
-
-    def post(data: bytes) -> Tuple[Optional[int], str]:
-        # S310: check_monitor_url above admitted only https, or http to loopback.
-        request = urllib.request.Request(  # noqa: S310
-            url, data=data, headers=headers, method="POST")
-        try:
-            with opener.open(request, timeout=timeout) as response:
-                response.read(65536)
-                return response.getcode(), f"HTTP {response.getcode()}"
-        except urllib.error.HTTPError as exc:
-            with contextlib.closing(exc):
-                return exc.code, _http_error(exc)
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            return None, _describe(reason if isinstance(reason, BaseException)
-                                   else OSError(str(reason)), timeout)
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            return None, _describe(exc, timeout)
-
-    return post
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # urllib then raises the 3xx as an HTTPError
-
-
-def _http_error(exc: urllib.error.HTTPError) -> str:
-    text = f"http: HTTP {exc.code} {exc.reason}"
-    if 300 <= exc.code < 400:
-        return text + " (redirects are not followed: set the monitor URL to the final address)"
-    try:
-        body = exc.read(4096).decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException, ValueError):
-        body = ""
-    body = " ".join(body.split())[:_SNIPPET]
-    return text + (": " + body if body else "")
-
-
-def _describe(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, (ssl.SSLError, ssl.CertificateError)):
-        return f"tls: {exc}"
-    if isinstance(exc, socket.timeout):
-        return f"timeout: no answer within {timeout:g} s"
-    if isinstance(exc, socket.gaierror):
-        return f"connection: cannot resolve the monitor's host ({exc.strerror})"
-    if isinstance(exc, OSError):
-        return f"connection: {exc.strerror or exc}"
-    return f"connection: {type(exc).__name__}: {exc}"
 
 
 def _scrub(text: str, token: str) -> str:
