@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
 from clusterwatch.jobs.cgroup_parse import (
+    MAX_CPUS,
+    U64_MAX,
     parse_cpulist,
     parse_device_minors,
     parse_flat_keyed,
+    parse_int,
     parse_limit,
     parse_percpu,
+    parse_procs,
 )
 
 
@@ -24,7 +29,10 @@ def test_it_parses_cpu_lists(text: str, expected: tuple[int, ...]) -> None:
     assert parse_cpulist(text) == expected
 
 
-@pytest.mark.parametrize("text", ["3-1", "a", "1-", "-1"])
+@pytest.mark.parametrize("text", [
+    "3-1", "a", "1-", "-1", f"0-{MAX_CPUS}", f"{10**400}",
+    ",".join([f"0-{MAX_CPUS // 2}"] * 3),  # overlapping ranges: bounded work too
+])
 def test_it_rejects_bad_cpu_lists(text: str) -> None:
     with pytest.raises(ValueError):
         parse_cpulist(text)
@@ -36,9 +44,21 @@ def test_it_reads_unlimited_as_none(text: str, expected: int | None) -> None:
     assert parse_limit(text) == expected
 
 
-def test_it_rejects_a_bad_flat_keyed_file() -> None:
+@pytest.mark.parametrize("text", [
+    "user 10\nsystem lots\n", "user -7\nsystem 3\n", f"user {U64_MAX + 1}\nsystem 3\n",
+    f"oom_kill {10**400}\n",
+])
+def test_it_rejects_a_bad_flat_keyed_file(text: str) -> None:
     with pytest.raises(ValueError):
-        parse_flat_keyed("user 10\nsystem lots\n")
+        parse_flat_keyed(text)
+
+
+@pytest.mark.parametrize("parse", [parse_int, parse_limit, parse_percpu, parse_procs])
+@pytest.mark.parametrize("text", ["-1\n", f"{U64_MAX + 1}\n", f"{10**400}\n"])
+def test_it_takes_only_unsigned_64_bit_numbers(parse: Any, text: str) -> None:
+    with pytest.raises(ValueError):
+        parse(text)
+    assert parse(f"{U64_MAX}\n") in (U64_MAX, None, (U64_MAX,), [U64_MAX])  # None: unlimited
 
 
 def test_it_reads_nvidia_minors_and_ignores_wildcards() -> None:

@@ -7,6 +7,7 @@ import os
 from prometheus_client import CollectorRegistry
 
 from clusterwatch.jobs.exporter import JobsCollector
+from clusterwatch.jobs.file_reader import ErrorCounts
 from clusterwatch.jobs.htcondor import HTCondorV1, HTCondorV2
 from tests.jobs.fake_tree import ALICE, Tree, user_name, v1_slurm_job, v2_job
 
@@ -63,7 +64,7 @@ def test_it_reports_a_v1_slot_cgroup(tree: Tree) -> None:
     tree.files(tree.cgroup / "memory/htcondor" / SLOT,
                {"memory.stat": "total_rss 1000\ntotal_cache 2000\ntotal_shmem 0\n"})
     job_process(tree, 201)
-    jobs = HTCondorV1().discover(str(tree.cgroup))
+    jobs = HTCondorV1().discover(str(tree.cgroup), ErrorCounts())
     assert [(job.key, job.cgroup_version) for job in jobs] == [(f"htcondor/{SLOT}", 1)]
     registry = registry_for(tree)
     labels = {"jobid": "1234.5", "user": user_name(ALICE)}
@@ -83,7 +84,7 @@ def test_it_looks_only_at_htcondor_layouts_when_told(tree: Tree) -> None:
     v2_job(tree, "system.slice/condor.service/htcondor", SLOT)
     registry = registry_for(tree)
     assert registry.get_sample_value("jobs_exporter_jobs") == 1
-    assert [job.key for job in HTCondorV2().discover(str(tree.cgroup))] == [
+    assert [job.key for job in HTCondorV2().discover(str(tree.cgroup), ErrorCounts())] == [
         f"system.slice/condor.service/htcondor/{SLOT}"]
 
 

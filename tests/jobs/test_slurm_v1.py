@@ -8,6 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from clusterwatch.jobs.exporter import JobsCollector
+from clusterwatch.jobs.file_reader import ErrorCounts
 from clusterwatch.jobs.slurm_v1 import SlurmV1
 from tests.jobs.fake_tree import ALICE, HZ, PAGE, Tree, user_name, v1_slurm_job
 
@@ -97,7 +98,7 @@ def test_it_finds_jobs_under_a_slurm_nodename_top(tree: Tree) -> None:
     v1_slurm_job(tree, "6", top="slurm", uid=0, tasks={"step_batch/task_0": [101]})
     tree.process(100)
     tree.process(101, uid=0)
-    jobs = SlurmV1().discover(str(tree.cgroup))
+    jobs = SlurmV1().discover(str(tree.cgroup), ErrorCounts())
     assert [(job.key, job.jobid, job.uid) for job in jobs] == [
         ("slurm/uid_0/job_6", "6", 0),
         (f"slurm_node1/uid_{ALICE}/job_5", "5", ALICE),
@@ -136,7 +137,7 @@ def test_it_ignores_directories_that_are_not_jobs(tree: Tree) -> None:
     (tree.cgroup / "memory" / "slurm" / f"uid_{ALICE}" / "job_x").mkdir()
     (tree.cgroup / "memory" / "slurmd.service").mkdir()
     (tree.cgroup / "memory" / "user.slice" / "uid_1" / "job_3").mkdir(parents=True)
-    assert [job.jobid for job in SlurmV1().discover(str(tree.cgroup))] == ["8"]
+    assert [job.jobid for job in SlurmV1().discover(str(tree.cgroup), ErrorCounts())] == ["8"]
 
 
 def test_it_leaves_slurmstepd_out_of_the_jobs_processes(tree: Tree) -> None:

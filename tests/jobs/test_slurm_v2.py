@@ -7,6 +7,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from clusterwatch.jobs.exporter import JobsCollector
+from clusterwatch.jobs.file_reader import ErrorCounts
 from clusterwatch.jobs.slurm_v2 import SlurmV2
 from tests.jobs.fake_tree import ALICE, Tree, user_name, v2_job
 
@@ -101,7 +102,7 @@ def test_it_finds_the_scopes_of_several_slurmd_and_of_a_slurmd_outside_systemd(
     v2_job(tree, "slurmstepd.scope", "job_3")
     (tree.cgroup / SCOPE / "system").mkdir(parents=True)  # slurmstepd infinity, not a job
     (tree.cgroup / "system.slice" / "slurmd.service" / "job_4").mkdir(parents=True)
-    jobs = SlurmV2().discover(str(tree.cgroup))
+    jobs = SlurmV2().discover(str(tree.cgroup), ErrorCounts())
     assert sorted((job.key, job.jobid) for job in jobs) == [
         ("slurmstepd.scope/job_3", "3"),
         ("system.slice/node1_slurmstepd.scope/job_1", "1"),

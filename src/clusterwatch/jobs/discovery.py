@@ -3,6 +3,11 @@
 Starting from directories keeps a job that holds CPUs or GPUs with no running process
 visible. Each scheduler layout is one module with a `JobSource`; supporting another
 scheduler or layout is one new module added to `SOURCES`.
+
+A directory that cannot be listed (an exporter without CAP_DAC_READ_SEARCH, a uid
+directory of mode 000) is counted and skipped; the rest of the tree is still searched.
+Symbolic links are never followed: a cgroup filesystem has none, so one is not a cgroup,
+and following it (to `/`, say) would walk whatever it points to.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Optional, Protocol
+
+from clusterwatch.jobs.file_reader import ErrorCounts, count_failure
+from clusterwatch.jobs.label_text import label_text
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,8 @@ class JobCgroup:
 
     `key` is the job directory relative to its hierarchy (unique on the node); `jobid` and
     `uid` are set when the path carries them, else they come from the job's processes.
+    `name` and `key` become label values: bytes of the directory's name that are not UTF-8
+    are written as `\\xNN` in them (the `*_dir` paths keep the name as it is on disk).
     A directory is None when that controller is not mounted or not used for the job.
     """
 
@@ -59,14 +69,20 @@ class JobCgroup:
     # Whether the directories right below are the scheduler's steps (Slurm: step_*).
     has_steps: bool = False
 
+    def __post_init__(self) -> None:
+        # Every layout's names pass here: none can hand the exposition undecodable text.
+        object.__setattr__(self, "name", label_text(self.name))
+        object.__setattr__(self, "key", label_text(self.key))
+
 
 class JobSource(Protocol):
     """One cgroup layout of one scheduler."""
 
     scheduler: str
 
-    def discover(self, cgroup_root: str) -> list[JobCgroup]:
-        """The jobs of this layout under `cgroup_root`; [] when the layout is absent."""
+    def discover(self, cgroup_root: str, errors: ErrorCounts) -> list[JobCgroup]:
+        """The jobs of this layout under `cgroup_root`; [] when the layout is absent.
+        Directories that cannot be listed are counted in `errors` and skipped."""
         ...
 
 
@@ -84,30 +100,35 @@ def sources_for(scheduler: str) -> tuple[JobSource, ...]:
     return tuple(source for source in every if source.scheduler == scheduler)
 
 
-def discover(cgroup_root: str, sources: Sequence[JobSource]) -> list[JobCgroup]:
-    """Every job of every source; a source that fails is logged and skipped."""
+def discover(cgroup_root: str, sources: Sequence[JobSource],
+             errors: ErrorCounts) -> list[JobCgroup]:
+    """Every job of every source; a source that fails anyway is logged and skipped."""
     jobs: list[JobCgroup] = []
     for source in sources:
         try:
-            jobs.extend(source.discover(cgroup_root))
+            jobs.extend(source.discover(cgroup_root, errors))
         except OSError as exc:
             log.warning("%s: cannot list job cgroups under %s: %s",
                         type(source).__name__, cgroup_root, exc)
     return jobs
 
 
-def subdirectories(path: str) -> Iterator[os.DirEntry[str]]:
-    """The directories directly in `path` (none when it is missing or vanishes)."""
+def subdirectories(path: str, errors: ErrorCounts) -> Iterator[os.DirEntry[str]]:
+    """The directories directly in `path`, symbolic links left out; none when `path` is
+    missing or vanishes, or cannot be listed (then counted in `errors`)."""
     try:
         with os.scandir(path) as entries:
             found = [entry for entry in entries if _is_dir(entry)]
     except (FileNotFoundError, NotADirectoryError):
+        return iter(())
+    except OSError as exc:
+        count_failure(errors, path, exc)
         return iter(())
     return iter(found)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
-        return entry.is_dir()
+        return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False

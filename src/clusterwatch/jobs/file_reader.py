@@ -285,18 +285,20 @@ class FileReader:
                 self._count_failure(path, exc)
             return None
 
-    def cgroup_text_once(self, path: str) -> Optional[str]:
-        """Like `cgroup_text`, but opened for this read only. For `cgroup.procs`: on cgroup
+    def cgroup_text_once(self, path: str) -> tuple[Optional[str], bool]:
+        """Like `cgroup_text`, but opened for this read only, and with whether the file
+        could not be read (counted) as opposed to absent. For `cgroup.procs`: on cgroup
         v1 an open `cgroup.procs` (or `tasks`) keeps the list of PIDs it made at its first
         read and serves it again to reads less than a second apart, however the cgroup
         changed since (kernel/cgroup/cgroup-v1.c, cgroup_pidlist_start); a new opening
         lists the cgroup's processes now."""
         try:
-            return self._read_once(path).decode("ascii", "replace")
+            return self._read_once(path).decode("ascii", "replace"), False
         except OSError as exc:
-            if exc.errno not in _ABSENT:
-                self._count_failure(path, exc)
-            return None
+            if exc.errno in _ABSENT:
+                return None, False
+            self._count_failure(path, exc)
+            return None, True
 
     def proc_bytes(self, path: str) -> Optional[bytes]:
         """A /proc file read at every collection; `None` when unreadable (counted).
@@ -357,8 +359,14 @@ class FileReader:
 
     def _proc_failure(self, path: str, exc: OSError) -> None:
         """A /proc read failed: the process is gone (raised, counted once by the caller),
-        or the file is unreadable (counted here)."""
+        the file does not exist for a live process (not counted: a kernel built without
+        it, like `io` without task I/O accounting), or it is unreadable (counted here)."""
         if exc.errno in _GONE:
+            # Only a failure to find the file itself needs a second look: the process's own
+            # directory tells whether the process or just this file is missing. The check
+            # comes after the failure, so a process that dies in between is seen as gone.
+            if exc.errno == errno.ENOENT and os.path.isdir(os.path.dirname(path)):
+                return
             raise ProcessVanished(path) from None
         self._count_failure(path, exc)
 
@@ -376,8 +384,11 @@ class FileReader:
         log.debug("malformed %s: %s", path, detail)
 
     def _count_failure(self, path: str, exc: OSError) -> None:
-        if isinstance(exc, PermissionError):
-            self.errors.add(PERMISSION_DENIED)
-        else:
-            self.errors.add(UNREADABLE)
-        log.debug("cannot read %s: %s", path, exc)
+        count_failure(self.errors, path, exc)
+
+
+def count_failure(errors: ErrorCounts, path: str, exc: OSError) -> None:
+    """A file or directory that is there but cannot be read: `permission_denied` (an
+    exporter without CAP_DAC_READ_SEARCH) or `unreadable`."""
+    errors.add(PERMISSION_DENIED if isinstance(exc, PermissionError) else UNREADABLE)
+    log.debug("cannot read %s: %s", path, exc)

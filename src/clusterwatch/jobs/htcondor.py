@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from clusterwatch.jobs.discovery import JobCgroup, subdirectories
+from clusterwatch.jobs.file_reader import ErrorCounts
 from clusterwatch.jobs.slurm_v1 import CPU_CONTROLLERS
 
 BASE_CGROUP = "htcondor"
@@ -30,10 +31,11 @@ def _is_job_dir(name: str) -> bool:
 class HTCondorV1:
     scheduler = "htcondor"
 
-    def discover(self, cgroup_root: str) -> list[JobCgroup]:
+    def discover(self, cgroup_root: str, errors: ErrorCounts) -> list[JobCgroup]:
         found: dict[str, dict[str, str]] = {}
         for controller in _V1_PROCS_CONTROLLERS:
-            for job in subdirectories(os.path.join(cgroup_root, controller, BASE_CGROUP)):
+            for job in subdirectories(os.path.join(cgroup_root, controller, BASE_CGROUP),
+                                      errors):
                 if _is_job_dir(job.name):
                     found.setdefault(job.name, {})[controller] = job.path
         jobs = []
@@ -61,14 +63,14 @@ class HTCondorV1:
 class HTCondorV2:
     scheduler = "htcondor"
 
-    def discover(self, cgroup_root: str) -> list[JobCgroup]:
+    def discover(self, cgroup_root: str, errors: ErrorCounts) -> list[JobCgroup]:
         jobs = []
         for parent in _V2_PARENTS:
             base = os.path.join(cgroup_root, parent)
             # A v1 host has no cgroup.controllers at the root of its controllers' parent.
             if not os.path.exists(os.path.join(base, "cgroup.controllers")):
                 continue
-            for job in subdirectories(base):
+            for job in subdirectories(base, errors):
                 if not _is_job_dir(job.name):
                     continue
                 jobs.append(JobCgroup(

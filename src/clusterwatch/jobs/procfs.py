@@ -17,7 +17,12 @@ from typing import NamedTuple, Optional
 
 from clusterwatch.jobs import cgroup_parse
 from clusterwatch.jobs.discovery import JobCgroup
-from clusterwatch.jobs.file_reader import PROCESS_VANISHED, FileReader, ProcessVanished
+from clusterwatch.jobs.file_reader import (
+    PROCESS_VANISHED,
+    FileReader,
+    ProcessVanished,
+    count_failure,
+)
 from clusterwatch.jobs.scratch import ScratchPaths
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -69,29 +74,48 @@ class ProcessSample(NamedTuple):
     daemon: bool = False
 
 
-def job_pids(job: JobCgroup, files: FileReader) -> tuple[list[int], int]:
-    """PIDs in every cgroup below the job (daemon cgroups skipped) and the number of steps."""
+class JobPids(NamedTuple):
+    pids: list[int]
+    steps: int
+    # False when a cgroup.procs or a directory below the job could not be read (counted):
+    # the PIDs are then some of the job's, and what is summed over them is left out.
+    complete: bool
+
+
+def job_pids(job: JobCgroup, files: FileReader) -> JobPids:
+    """PIDs in every cgroup below the job (daemon cgroups skipped) and the number of steps.
+
+    Symbolic links are not followed (see discovery). What cannot be read is counted and
+    makes the list incomplete."""
     pids: list[int] = []
     steps = 0
+    complete = True
     top = job.procs_dir
     if top is None:
-        return pids, steps
+        return JobPids(pids, steps, complete)
     daemon_dirs = job.daemon_dirs
     count_steps = job.has_steps
     pending = [top]
     while pending:
         directory = pending.pop()
         path = directory + "/cgroup.procs"
-        text = files.cgroup_text_once(path)  # never held: see cgroup_text_once
-        if text:
+        text, unreadable = files.cgroup_text_once(path)  # never held: see cgroup_text_once
+        if unreadable:
+            complete = False
+        elif text:
             try:
                 pids.extend(cgroup_parse.parse_procs(text))
             except ValueError as exc:
                 files.malformed(path, exc)
+                complete = False
         try:
             with os.scandir(directory) as entries:
                 children = [entry for entry in entries if entry.is_dir(follow_symlinks=False)]
         except (FileNotFoundError, NotADirectoryError):  # removed meanwhile: it ended
+            continue
+        except OSError as exc:
+            count_failure(files.errors, directory, exc)
+            complete = False
             continue
         for child in children:
             name = child.name
@@ -102,7 +126,7 @@ def job_pids(job: JobCgroup, files: FileReader) -> tuple[list[int], int]:
             pending.append(child.path)
     if len(pids) > 1:
         pids = sorted(set(pids))
-    return pids, steps
+    return JobPids(pids, steps, complete)
 
 
 class ProcReader:
@@ -160,6 +184,9 @@ class ProcReader:
                         raise ValueError("not the common case")
                     counters = IoCounters(int(io_fields[9]), int(io_fields[11]),
                                           int(io_fields[5]), int(io_fields[7]))
+                    # Negative or past 64 bits: damage, which `sample` counts as malformed.
+                    if (rss_pages | counters[0] | counters[1] | counters[2] | counters[3]) >> 64:
+                        raise ValueError("not the common case")
                 except (OSError, ValueError, IndexError):
                     process = self.sample(pid, daemon_comm)  # says what went wrong
                 else:
@@ -184,7 +211,7 @@ class ProcReader:
             if statm is None:
                 return None
             try:
-                rss_bytes = int(statm.split(None, 2)[1]) * PAGE_SIZE
+                rss_bytes = _u64(statm.split(None, 2)[1]) * PAGE_SIZE
             except (ValueError, IndexError) as exc:
                 files.malformed(base + "/statm", exc)
                 return None
@@ -225,7 +252,7 @@ class ProcReader:
             # The command name may hold spaces and ")": fields start after the last ")".
             end = raw.rindex(b")")
             fields = raw[end + 2:].split(None, 20)
-            threads, starttime = int(fields[17]), int(fields[19])
+            threads, starttime = _u64(fields[17]), _u64(fields[19])
         except (ValueError, IndexError) as exc:
             self.files.malformed(path, exc)
             return None
@@ -262,11 +289,11 @@ class ProcReader:
         fields = raw.split()
         try:
             if fields[4:12:2] == _IO_KEYS:  # the kernel's fixed order: no dict needed
-                return IoCounters(int(fields[9]), int(fields[11]), int(fields[5]),
-                                  int(fields[7]))
+                return IoCounters(_u64(fields[9]), _u64(fields[11]), _u64(fields[5]),
+                                  _u64(fields[7]))
             values = {key.rstrip(b":"): value for key, value in zip(fields[::2], fields[1::2])}
-            return IoCounters(int(values[b"read_bytes"]), int(values[b"write_bytes"]),
-                              int(values[b"syscr"]), int(values[b"syscw"]))
+            return IoCounters(_u64(values[b"read_bytes"]), _u64(values[b"write_bytes"]),
+                              _u64(values[b"syscr"]), _u64(values[b"syscw"]))
         except (ValueError, KeyError) as exc:
             self.files.malformed(path, exc)
             return None
@@ -332,6 +359,14 @@ class ProcReader:
             return None
         finally:
             os.close(fd)
+
+
+def _u64(field: bytes) -> int:
+    """A number of a /proc file: an unsigned 64-bit integer, else ValueError (malformed)."""
+    value = int(field)
+    if value >> 64:  # negative values shift to -1
+        raise ValueError(f"not an unsigned 64-bit integer: {field[:80]!r}")
+    return value
 
 
 def _fd_count_in_size(proc_root: str) -> bool:

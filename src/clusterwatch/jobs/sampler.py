@@ -1,7 +1,10 @@
 """One collection: discover the jobs, read each one, keep the state counters need.
 
 Each job is read on its own; an unexpected error in one job is logged, counted
-(`job_failed`) and the other jobs are still reported.
+(`job_failed`) and the other jobs are still reported. A job whose processes could not all
+be listed (an unreadable `cgroup.procs` or directory below it) keeps its cgroup readings,
+but what is summed over its processes is left out: a sum over some of them would be a
+wrong value, not a missing one.
 """
 
 from __future__ import annotations
@@ -40,12 +43,13 @@ class JobSample:
     metadata: job_identity.JobMetadata
     cgroup: CgroupStats
     steps: Optional[int] = None
-    processes: int = 0
-    threads: int = 0
-    max_process_threads: int = 0
-    open_files: int = 0
-    process_rss_bytes: int = 0
-    spawned: int = 0
+    # None: not known for this collection (see the module's docstring).
+    processes: Optional[int] = 0
+    threads: Optional[int] = 0
+    max_process_threads: Optional[int] = 0
+    open_files: Optional[int] = 0  # also None when a process's fd/ was unreadable
+    process_rss_bytes: Optional[int] = 0
+    spawned: Optional[int] = 0
     io: Optional[IoCounters] = None
     uses_scratch: Optional[bool] = None
     gpus: list[GpuSample] = field(default_factory=list)
@@ -67,7 +71,7 @@ class JobSampler:
         self._counters: dict[tuple[str, str], JobCounters] = {}
 
     def sample(self) -> list[JobSample]:
-        jobs = discovery.discover(self.cgroup_root, self.sources)
+        jobs = discovery.discover(self.cgroup_root, self.sources, self.files.errors)
         self._gpus_refreshed = False
         samples: list[JobSample] = []
         for job in jobs:
@@ -85,7 +89,7 @@ class JobSampler:
         return samples
 
     def _sample_job(self, job: JobCgroup) -> JobSample:
-        pids, steps = job_pids(job, self.files)
+        pids, steps, complete = job_pids(job, self.files)
         processes = self.procs.sample_job(pids, job.daemon_comm)
         metadata, uid = self.identities.resolve(job, [process.pid for process in processes])
         jobid = job.jobid or metadata.jobid or job.name
@@ -93,21 +97,34 @@ class JobSampler:
             jobid=jobid, user=self.users.name(uid), uid=uid, job=job, metadata=metadata,
             cgroup=read_stats(job, self.files), steps=steps if job.has_steps else None,
         )
+        sample.gpus = self._gpus(job, metadata)
+        if self.scratch:
+            uses = any(self.procs.uses_scratch(process.pid, self.scratch)
+                       for process in processes)
+            sample.uses_scratch = True if uses else (False if complete else None)
+        if not complete:
+            # Counters left alone too: the processes not listed would look exited.
+            sample.processes = sample.threads = sample.max_process_threads = None
+            sample.open_files = sample.process_rss_bytes = sample.spawned = None
+            return sample
         threads = max_threads = open_files = rss_bytes = 0
+        open_files_known = True
         readings = []
         for process in processes:
             count = process.threads
             threads += count
             if count > max_threads:
                 max_threads = count
-            if process.open_files:
+            if process.open_files is None:
+                open_files_known = False
+            else:
                 open_files += process.open_files
             rss_bytes += process.rss_bytes
             readings.append(((process.pid, process.starttime), process.io))
         sample.processes = len(processes)
         sample.threads = threads
         sample.max_process_threads = max_threads
-        sample.open_files = open_files
+        sample.open_files = open_files if open_files_known else None
         sample.process_rss_bytes = rss_bytes
         counters = self._counters.get((job.key, jobid))
         if counters is None:
@@ -115,10 +132,6 @@ class JobSampler:
         io = counters.update(readings)
         sample.spawned = counters.spawned
         sample.io = io if counters.io_known else None
-        if self.scratch:
-            sample.uses_scratch = any(self.procs.uses_scratch(process.pid, self.scratch)
-                                      for process in processes)
-        sample.gpus = self._gpus(job, metadata)
         return sample
 
     def _gpus(self, job: JobCgroup, metadata: job_identity.JobMetadata) -> list[GpuSample]:

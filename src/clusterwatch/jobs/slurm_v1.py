@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from clusterwatch.jobs.discovery import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
+from clusterwatch.jobs.file_reader import ErrorCounts
 
 _TOP = re.compile(r"slurm(_.+)?")
 _UID = re.compile(r"uid_([0-9]+)")
@@ -37,18 +38,18 @@ class _Found:
 class SlurmV1:
     scheduler = "slurm"
 
-    def discover(self, cgroup_root: str) -> list[JobCgroup]:
+    def discover(self, cgroup_root: str, errors: ErrorCounts) -> list[JobCgroup]:
         found: dict[str, _Found] = {}
         for controller in PROCS_CONTROLLERS:
             hierarchy = os.path.join(cgroup_root, controller)
-            for top in subdirectories(hierarchy):
+            for top in subdirectories(hierarchy, errors):
                 if not _TOP.fullmatch(top.name):
                     continue
-                for user in subdirectories(top.path):
+                for user in subdirectories(top.path, errors):
                     uid = _UID.fullmatch(user.name)
                     if uid is None:
                         continue
-                    for job in subdirectories(user.path):
+                    for job in subdirectories(user.path, errors):
                         match = SLURM_JOB_DIR.fullmatch(job.name)
                         if match is None:
                             continue

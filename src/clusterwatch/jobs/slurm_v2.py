@@ -15,6 +15,7 @@ import os
 import re
 
 from clusterwatch.jobs.discovery import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
+from clusterwatch.jobs.file_reader import ErrorCounts
 
 _SCOPE = re.compile(r"(?:.+_)?slurmstepd\.scope")
 _SCOPE_PARENTS = ("system.slice", "")
@@ -23,13 +24,13 @@ _SCOPE_PARENTS = ("system.slice", "")
 class SlurmV2:
     scheduler = "slurm"
 
-    def discover(self, cgroup_root: str) -> list[JobCgroup]:
+    def discover(self, cgroup_root: str, errors: ErrorCounts) -> list[JobCgroup]:
         jobs: list[JobCgroup] = []
         for parent in _SCOPE_PARENTS:
-            for scope in subdirectories(os.path.join(cgroup_root, parent)):
+            for scope in subdirectories(os.path.join(cgroup_root, parent), errors):
                 if not _SCOPE.fullmatch(scope.name):
                     continue
-                for job in subdirectories(scope.path):
+                for job in subdirectories(scope.path, errors):
                     match = SLURM_JOB_DIR.fullmatch(job.name)
                     if match is None:
                         continue

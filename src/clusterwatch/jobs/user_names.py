@@ -9,6 +9,8 @@ import pwd
 import time
 from typing import Callable, Optional
 
+from clusterwatch.jobs.label_text import label_text
+
 TTL_S = 600.0
 
 
@@ -25,8 +27,8 @@ class UserNames:
         if cached is not None and now - cached[1] < TTL_S:
             return cached[0]
         try:
-            name = pwd.getpwuid(uid).pw_name
-        except KeyError:
+            name = label_text(pwd.getpwuid(uid).pw_name)
+        except (KeyError, OverflowError):  # OverflowError: not a uid (SLURM_JOB_UID=10**20)
             name = str(uid)
         self._cache[uid] = (name, now)
         return name
