@@ -21,6 +21,7 @@ from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses
 from clusterwatch.watch.exercise import SCENARIOS
 
 from .conftest import TOKEN, Pool, cli
+from .program import child_env
 
 W1, W2, W3 = "worker1.example.org", "worker2.example.org", "worker3.example.org"
 G1, G2, G3 = "192.0.2.10:9100", "192.0.2.11:9100", "192.0.2.12:9100"
@@ -62,16 +63,6 @@ def transitions(out: str) -> list[tuple[str, str, str]]:
 def incident_of(out: str, target: str) -> str:
     [line] = [line for line in out.splitlines() if f" {target} " in line]
     return line.rsplit(" ", 1)[1]
-
-
-def child_env(home: Path, unbuffered: bool = False) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONUNBUFFERED", "JOURNAL_STREAM", "INVOCATION_ID",
-                        "XDG_CONFIG_HOME", "XDG_STATE_HOME")}
-    env["HOME"] = str(home)
-    if unbuffered:
-        env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 def run_child(args: Sequence[str], home: Path) -> subprocess.CompletedProcess[str]:

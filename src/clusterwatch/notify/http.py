@@ -12,7 +12,13 @@ import ssl
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
+
+from clusterwatch.notify.deadline import (
+    Deadline,
+    DeadlineHTTPConnection,
+    DeadlineHTTPSConnection,
+)
 
 USER_AGENT = "clusterwatch-notify/1"
 MAX_BODY = 64 * 1024  # answers we read are short status words or JSON errors
@@ -34,6 +40,7 @@ class TransportError(Exception):
     def __init__(self, kind: str, detail: str) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
+        self.detail = detail
 
 
 HttpPost = Callable[[str, bytes, Mapping[str, str], float], HttpResponse]
@@ -52,23 +59,18 @@ def request(
     A body longer than `max_body` raises TransportError("too_large"): better than acting on
     a truncated document.
     """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TransportError("bad_url", "the URL is not an http(s) URL")
-    connection_class = (
-        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    )
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
+    target = _split(url)
+    path = target.path or "/"
+    if target.query:
+        path += "?" + target.query
     all_headers = {"User-Agent": USER_AGENT, **(headers or {})}
     if body is not None:
         all_headers["Content-Length"] = str(len(body))
-    try:
-        port = parts.port
-    except ValueError:
-        raise TransportError("bad_url", "the URL has an invalid port") from None
-    connection = connection_class(parts.hostname, port, timeout=timeout)
+    deadline = Deadline(timeout)  # for the whole exchange, connecting included
+    connection_class = (
+        DeadlineHTTPSConnection if target.scheme == "https" else DeadlineHTTPConnection
+    )
+    connection = connection_class(target.hostname, target.port, deadline)
     try:
         connection.request(method, path, body=body, headers=all_headers)
         response = connection.getresponse()
@@ -88,6 +90,39 @@ def request(
         raise TransportError("connection", type(exc).__name__) from None
     finally:
         connection.close()
+
+
+class _Target(NamedTuple):
+    scheme: str
+    hostname: str
+    port: Optional[int]
+    path: str
+    query: str
+
+
+def url_problem(url: str) -> Optional[str]:
+    """Why `url` cannot be requested, or None. The reason never quotes the URL (a secret)."""
+    try:
+        _split(url)
+    except TransportError as exc:
+        return exc.detail
+    return None
+
+
+def _split(url: str) -> _Target:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        # An out-of-range or non-numeric port, a broken IPv6 literal.
+        raise TransportError("bad_url", "the URL has an invalid host or port") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TransportError("bad_url", "the URL is not an http(s) URL with a host")
+    if port == 0:
+        raise TransportError("bad_url", "the URL has an invalid host or port")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise TransportError("bad_url", "the URL holds spaces or control characters")
+    return _Target(parts.scheme, parts.hostname, port, parts.path, parts.query)
 
 
 def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> HttpResponse:
