@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 from clusterwatch.notify.channel import Channel, SendResult
 from clusterwatch.notify.event import Event
@@ -41,6 +41,8 @@ from clusterwatch.watch.inventory import (
 from clusterwatch.watch.prometheus import GpuObservation, gpu_file_query, query_gpu_files
 
 log = logging.getLogger(__name__)
+
+_Obs = TypeVar("_Obs", NodeObservation, GpuObservation)
 
 
 @dataclass
@@ -136,15 +138,16 @@ def run_poll(
     with state.locked(config.state_dir, config.lock_timeout_s), _collector_paused():
         watch_state = state.load(config.state_dir)
         now = clock()
-        node_obs = (
-            query_machines(config.condor_status, config.condor_timeout_s)
-            if nodes else NodeObservation()
-        )
-        gpu_obs = (
-            query_gpu_files(config.prometheus_url, gpu_file_query(config.prometheus_job),
-                            now, config.prometheus_timeout_s)
-            if gpus else GpuObservation()
-        )
+        node_obs = _observe(
+            lambda: query_machines(config.condor_status, config.condor_timeout_s),
+            lambda error: NodeObservation(error=error),
+        ) if nodes else NodeObservation()
+        gpu_obs = _observe(
+            lambda: query_gpu_files(config.prometheus_url,
+                                    gpu_file_query(config.prometheus_job), now,
+                                    config.prometheus_timeout_s),
+            lambda error: GpuObservation(error=error),
+        ) if gpus else GpuObservation()
         for source, error in (("condor_status", node_obs.error), ("Prometheus", gpu_obs.error)):
             if error is not None:
                 log.error("%s: %s; the check is unknown for every target this poll",
@@ -185,6 +188,21 @@ def run_poll(
             state.save(config.state_dir, watch_state, records_json)  # records unchanged
         health.write(config, watch_state)
     return PollResult(now, decisions, events, node_obs.error, gpu_obs.error, results)
+
+
+def _observe(query: Callable[[], _Obs], failed: Callable[[str], _Obs]) -> _Obs:
+    """One source's observation; an unexpected failure in its adapter makes it unknown.
+
+    The adapters turn every failure they know of into `unknown` themselves. This is the
+    backstop for the ones nobody foresaw: without it the poll would stop before saving, and
+    the other check's result and the queued messages would wait for a poll that never
+    gets further.
+    """
+    try:
+        return query()
+    except Exception as exc:
+        log.exception("unexpected failure while observing (%s)", type(exc).__name__)
+        return failed(f"internal error ({type(exc).__name__})")
 
 
 @contextlib.contextmanager

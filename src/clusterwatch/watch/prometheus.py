@@ -40,21 +40,34 @@ class GpuObservation:
 
 
 def parse_vector(body: bytes) -> GpuObservation:
-    """Validate an instant-query answer by the spec's table."""
+    """Validate an instant-query answer by the spec's table; any bytes give an observation.
+
+    An answer the decoder cannot hold (nested deeper than the interpreter's recursion
+    limit, or too big for memory) is as unusable as one that is not JSON.
+    """
     try:
         answer = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return GpuObservation(error="the answer is not JSON")
+    except RecursionError:
+        return GpuObservation(error="the answer is nested too deeply")
+    except MemoryError:
+        return GpuObservation(error="the answer is too large to decode")
     if not isinstance(answer, dict) or answer.get("status") != "success":
         return GpuObservation(error=f"query status {_short(answer, 'status')}")
-    if answer.get("warnings"):
-        return GpuObservation(error=f"query warnings: {str(answer['warnings'])[:200]}")
+    warnings = answer.get("warnings")
+    if warnings:
+        return GpuObservation(error=f"query warnings: {_short(answer, 'warnings')}")
     data = answer.get("data")
     if not isinstance(data, dict) or data.get("resultType") != "vector":
         return GpuObservation(error="the answer is not an instant vector")
     rows = data.get("result")
     if not isinstance(rows, list):
         return GpuObservation(error="the answer is not an instant vector")
+    return _rows(rows)
+
+
+def _rows(rows: list[Any]) -> GpuObservation:
     mtimes: dict[str, float] = {}
     invalid: dict[str, str] = {}
     for row in rows:
@@ -88,9 +101,15 @@ def _sample_value(pair: Any) -> Optional[float]:
 
 
 def _short(answer: Any, key: str) -> str:
-    if isinstance(answer, dict):
-        return repr(answer.get(key))[:80]
-    return "missing"
+    """A short quote of one field; a nested value is named by its type, never walked."""
+    if not isinstance(answer, dict):
+        return "missing"
+    value = answer.get(key)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return repr(value)[:200]
+    if value is None or isinstance(value, (str, int, float)):
+        return repr(value)[:80]
+    return f"of type {type(value).__name__}"
 
 
 def query_gpu_files(
