@@ -25,6 +25,7 @@ from clusterwatch.reporter import utc_text
 from clusterwatch.reporter.envfile import check_monitor_url, check_token
 from clusterwatch.reporter.https_post import Poster, https_poster
 from clusterwatch.reporter.state import write_atomically
+from clusterwatch.reporter.storable import RISKY_JSON, make_storable
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class Buffer:
 
     def add(self, record: Mapping[str, Any]) -> str:
         """Buffer `record` (durably) and return its file name; then enforce the bound."""
-        data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        data = _encode(record)
         names = self.names()
         stamp = int(self.clock() * 1e9)
         if names:
@@ -279,6 +280,9 @@ def _post_backlog(buffer: Buffer, post: Poster, token: str) -> Tuple[int, int, O
             buffer.set_aside(name, REASON_UNREADABLE, type(exc).__name__)
             set_aside += 1
             continue
+        if RISKY_JSON.search(data) and isinstance(record, dict):
+            # Buffered by a reporter that did not yet make its records storable.
+            data = _encode(make_storable(record))
         status, description = post(data)
         description = _scrub(description, token)
         verdict = classify(status)
@@ -357,6 +361,10 @@ def _bump(reasons: Dict[str, int], reason: str) -> None:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _encode(record: Mapping[str, Any]) -> bytes:
+    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
 def _load_quietly(path: str) -> Optional[Dict[str, Any]]:

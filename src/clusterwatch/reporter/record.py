@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION, utc_text
+from clusterwatch.reporter.storable import make_storable
 
 # Log file names, relative to the log directory, per record section.
 FETCHER_LOG = "panda-job_fetcher.log"
@@ -126,6 +127,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "health": {"volumes": _guarded(lambda: host.volumes(sources.volumes))},
         "delivery": _guarded(buffer.section) if buffer is not None else {"backlog": 0},
     }
+    record = make_storable(record)  # log text is data: NULs must not make it unstorable
     record["collect_seconds"] = round(time.monotonic() - started, 3)
     new_state["logs"] = logs_state
     new_state["last_run"] = now
