@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from clusterwatch.monitor.ingest.store import (
@@ -176,6 +177,27 @@ def test_it_stores_an_identical_record_once_even_past_the_duplicate_check() -> N
     reordered = dict(reversed(list(example(collected_at=at(0)).items())))
     assert record_digest(reordered) == first.digest
     store_record("other01", example("other01", at(0)), 1)  # the same record of another key
+
+
+def test_it_never_makes_a_record_dated_past_the_horizon_latest() -> None:
+    from django.utils import timezone
+
+    first, _ = store_record(KEY, example(collected_at=at(0)), 1)
+    ahead = timezone.now() + dt.timedelta(seconds=settings.MAX_CLOCK_SKEW_S + 60)
+    far, far_latest = store_record(KEY, example(collected_at=ahead.replace(microsecond=0)), 1)
+    assert far_latest is False and LatestReport.objects.get().report == first
+    assert HostReport.objects.filter(pk=far.pk).exists()  # kept, like every record
+
+
+def test_any_real_record_takes_latest_from_one_dated_past_the_horizon() -> None:
+    store_record(KEY, example(collected_at=at(10)), 1)
+    frozen = HostReport.objects.create(
+        key=KEY, collected_at=dt.datetime(2999, 1, 1, tzinfo=dt.timezone.utc), size_bytes=1,
+        record=example(collected_at=dt.datetime(2999, 1, 1, tzinfo=dt.timezone.utc)))
+    LatestReport.objects.filter(key=KEY).update(report=frozen, collected_at=frozen.collected_at)
+    late, late_latest = store_record(KEY, example(collected_at=at(5)), 1)
+    assert late_latest is True and LatestReport.objects.get().report == late
+    assert _queues() == {"BNL_PanDA_1", "UM_GREX_PanDA_1", "BNL_ARM_1", "MWT2_UCORE"}
 
 
 def test_it_finds_a_duplicate_of_a_record_stored_before_digests() -> None:

@@ -55,6 +55,7 @@ def test_it_has_safe_defaults_in_a_private_data_dir(load, tmp_path: Path) -> Non
     assert settings.MAX_RECORD_BYTES == 1024 * 1024
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE == settings.MAX_RECORD_BYTES + 1
     assert settings.RETENTION_DAYS == 30 and settings.REPORT_INTERVAL_S == 300
+    assert settings.MAX_CLOCK_SKEW_S == 600
     assert data / "alarms.toml" == settings.ALARMS_CONFIG
     assert not hasattr(settings, "SECURE_PROXY_SSL_HEADER")
 
@@ -111,7 +112,8 @@ def test_it_refuses_a_secret_key_file_others_can_read(load, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("name", ["CLUSTERWATCH_MAX_RECORD_BYTES", "CLUSTERWATCH_RETENTION_DAYS",
-                                  "CLUSTERWATCH_REPORT_INTERVAL_S"])
+                                  "CLUSTERWATCH_REPORT_INTERVAL_S",
+                                  "CLUSTERWATCH_MAX_CLOCK_SKEW_S"])
 @pytest.mark.parametrize("value, message", [
     ("abc", "must be a whole number, not 'abc'"), ("1.5", "must be a whole number"),
     ("0", "must be positive, not 0"), ("-3", "must be positive, not -3"),

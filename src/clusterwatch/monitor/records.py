@@ -43,6 +43,11 @@ def parse_utc(text: Any) -> Optional[dt.datetime]:
     return value.astimezone(dt.timezone.utc)
 
 
+def utc_text(moment: dt.datetime) -> str:
+    """An aware datetime in the schema's utc form (the inverse of `parse_utc`)."""
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _object(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 

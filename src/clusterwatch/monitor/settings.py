@@ -13,6 +13,8 @@ CLUSTERWATCH_MAX_RECORD_BYTES  largest accepted record body (default 1 MiB)
 CLUSTERWATCH_RETENTION_DAYS    how long records are kept (default 30)
 CLUSTERWATCH_REPORT_INTERVAL_S the reporters' cron interval; a key is stale after three
                                (default 300)
+CLUSTERWATCH_MAX_CLOCK_SKEW_S  how far ahead of the monitor's clock a record's collected_at
+                               may be; further ahead is refused and never latest (default 600)
 CLUSTERWATCH_ALARMS_CONFIG     TOML file with the alarm channels (default DATA_DIR/alarms.toml)
 CLUSTERWATCH_BEHIND_TLS_PROXY  1/true behind a TLS-terminating proxy that sets
                                X-Forwarded-Proto: secure cookies, https from that header
@@ -140,6 +142,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 MAX_RECORD_BYTES = _int("CLUSTERWATCH_MAX_RECORD_BYTES", 1024 * 1024)
 RETENTION_DAYS = _int("CLUSTERWATCH_RETENTION_DAYS", 30)
 REPORT_INTERVAL_S = _int("CLUSTERWATCH_REPORT_INTERVAL_S", 300)
+MAX_CLOCK_SKEW_S = _int("CLUSTERWATCH_MAX_CLOCK_SKEW_S", 600)
 ALARMS_CONFIG = Path(os.environ.get("CLUSTERWATCH_ALARMS_CONFIG") or DATA_DIR / "alarms.toml")
 
 # Django's own body limit trips before the view sees the body; keep it just above ours so

@@ -1,12 +1,14 @@
 """Saving a record and, in the same transaction, the indexes the pages read.
 
 `LatestReport` moves only to a record with a newer `collected_at` than the current one, so a
-reporter's backlog posted late never replaces fresher data. The move is a conditional
-UPDATE (`... WHERE key = k AND collected_at < new`): on PostgreSQL a second worker's UPDATE
-of the same row waits for the first to commit and then re-checks the condition against the
-committed row, so the newest record wins whatever the arrival order; the first record of a
-key races on the primary key instead (IntegrityError, then the UPDATE again). SQLite takes
-one write lock at the first INSERT, which serialises the whole transaction.
+reporter's backlog posted late never replaces fresher data, and never to a record dated
+beyond the clock's horizon (`horizon`), while any real record takes it from one that is.
+The move is a conditional UPDATE (`... WHERE key = k AND collected_at < new`): on
+PostgreSQL a second worker's UPDATE of the same row waits for the first to commit and then
+re-checks the condition against the committed row, so the newest record wins whatever the
+arrival order; the first record of a key races on the primary key instead (IntegrityError,
+then the UPDATE again). SQLite takes one write lock at the first INSERT, which serialises
+the whole transaction.
 
 A record is stored once per key: the row carries the digest of its canonical JSON under a
 unique constraint, so of two identical posts racing past `duplicate_of` (two workers, each
@@ -23,8 +25,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from clusterwatch.monitor.ingest.horizon import horizon
 from clusterwatch.monitor.ingest.tokens import valid_key
 from clusterwatch.monitor.models import HostReport, HostToken, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.page_slices import host_summary, queue_slice
@@ -99,9 +103,14 @@ def store_record(key: str, record: dict[str, Any], size_bytes: int,
 
 
 def _claim_latest(report: HostReport, summary: Mapping[str, Any]) -> bool:
+    limit = horizon()
+    if report.collected_at > limit:
+        return False  # dated ahead of our clock: kept, never latest (ingest refuses these)
     for _ in range(3):
+        # Older than this one, or dated past the horizon (stored before ingest refused such
+        # records, or before the monitor's clock was set back): either way not the latest.
         moved = LatestReport.objects.filter(
-            key=report.key, collected_at__lt=report.collected_at,
+            Q(collected_at__lt=report.collected_at) | Q(collected_at__gt=limit), key=report.key,
         ).update(report=report, collected_at=report.collected_at, summary=summary)
         if moved:
             return True

@@ -6,11 +6,14 @@ Order of the checks (each refusal stores nothing):
 2. the token (see `access.py`): 401 without a valid one, whatever the key; then 403 for a
    key bound to other tokens only, 404 for a key no active token is bound to;
 3. POST only, the body: 413 over `MAX_RECORD_BYTES` (by Content-Length before reading, by
-   Django's upload limit, or by the bytes read); 400 for a Content-Length that is no number
-   or more than the bytes that came, and for a body that is not UTF-8, not JSON, not an
-   object, nested too deep, holding what no database stores, or failing the schema (with
-   where and why); 403 when the record's `host` is not the URL's key (see
-   `validation.check_record`);
+   Django's upload limit, or by the bytes read, a chunked body's included); 411 for a
+   chunked body on a server that does not end its input with the body (gunicorn does);
+   400 for a Content-Length that is no number or more than the bytes that came, for broken
+   chunking, and for a body that is not UTF-8, not JSON, not an object, nested too deep,
+   holding what no database stores, or failing the schema (with where and why); 403 when
+   the record's `host` is not the URL's key (see `validation.check_record`); 400 `future`
+   for a `collected_at` more than CLUSTERWATCH_MAX_CLOCK_SKEW_S ahead of the monitor's
+   clock (see `horizon`);
 4. stored: 201 `{"id", "key", "size_bytes", "collected_at", "latest"}`, where `latest` says
    whether it became the key's latest by `collected_at`; a record identical to one already
    stored for the key (a reporter retry, also one racing its first attempt on another
@@ -23,7 +26,6 @@ and bodies are never logged. No session or CSRF: the token is the whole authenti
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from typing import Any
 
@@ -34,9 +36,10 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from clusterwatch.monitor import sqlite_tuning
-from clusterwatch.monitor.ingest import access, body, store, validation
+from clusterwatch.monitor.ingest import access, body, horizon, store, validation
 from clusterwatch.monitor.ingest.errors import Rejection
 from clusterwatch.monitor.models import HostReport, LatestReport
+from clusterwatch.monitor.records import utc_text
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,7 @@ def _post(request: HttpRequest, key: str) -> JsonResponse:
     data = body.read_body(request, settings.MAX_RECORD_BYTES)
     record = body.parse_object(data)
     collected_at = validation.check_record(record, key)
+    horizon.check_not_ahead(collected_at)
     digest = store.record_digest(record)
     duplicate = store.duplicate_of(key, collected_at, record, digest)
     if duplicate is None:
@@ -102,6 +106,3 @@ def _get(request: HttpRequest, key: str) -> JsonResponse:
         "received_at": utc_text(report.received_at), "age_s": round(age), "record": report.record,
     })
 
-
-def utc_text(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
