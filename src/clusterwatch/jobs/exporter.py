@@ -3,6 +3,10 @@
 Register it in its own CollectorRegistry. It keeps state between collections (I/O totals of
 departed processes, processes seen, job identities), so reuse one instance for every scrape.
 Every series carries `jobid` and `user`; other metadata goes to `jobs_info`.
+
+Scrapes that arrive while a collection runs wait for it and share its result (single
+flight) instead of queueing a collection each: however many scrapers a node has, at most
+one collection runs, and a burst of scrapes costs one.
 """
 
 from __future__ import annotations
@@ -60,7 +64,14 @@ class JobsCollector(Collector):
             files=files,
             gpu_inventory=gpus.GpuInventory(os.fspath(proc_root), files, nvml),
         )
-        self._lock = threading.Lock()  # concurrent scrapes must not interleave state updates
+        self._flight_lock = threading.Lock()
+        self._flight: Optional[_Flight] = None  # the collection running now, if any
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples, without collecting: prometheus_client learns the
+        names from them, which its `name[]` filters (served by its registry) need."""
+        yield from job_families([])
+        yield from self._own_families(0, 0.0)
 
     def collect(self) -> Iterator[Metric]:
         samples, own = self.collect_samples()
@@ -75,12 +86,32 @@ class JobsCollector(Collector):
         return exposition.render(samples, own, fmt)
 
     def collect_samples(self) -> tuple[list[JobSample], list[Metric]]:
-        """One collection: the jobs' samples (one per job ID) and the exporter's own families."""
-        with self._lock:
-            started = time.monotonic()
-            samples = self._unique(self._sampler.sample())
-            duration = time.monotonic() - started
-            return samples, self._own_families(len(samples), duration)
+        """One collection: the jobs' samples (one per job ID) and the exporter's own families;
+        the result of the collection running now when there is one (see the module's
+        docstring). The result is shared: read it, never change it."""
+        with self._flight_lock:
+            flight = self._flight
+            leading = flight is None
+            if flight is None:
+                flight = self._flight = _Flight()
+        if not leading:
+            return flight.wait()
+        try:
+            flight.result = self._collect_now()
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self._flight_lock:
+                self._flight = None
+            flight.done.set()
+        return flight.result
+
+    def _collect_now(self) -> tuple[list[JobSample], list[Metric]]:
+        started = time.monotonic()
+        samples = self._unique(self._sampler.sample())
+        duration = time.monotonic() - started
+        return samples, self._own_families(len(samples), duration)
 
     def _unique(self, samples: Sequence[JobSample]) -> list[JobSample]:
         # Two cgroups with one job ID (a job on two slurmd of one host) would make duplicate
@@ -112,3 +143,18 @@ class JobsCollector(Collector):
             errors_family.add_metric([kind], count)
         return [duration_family, jobs_family, errors_family]
 
+
+
+class _Flight:
+    """One collection in progress, awaited by the scrapes that arrived during it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: tuple[list[JobSample], list[Metric]] = ([], [])
+        self.error: Optional[BaseException] = None
+
+    def wait(self) -> tuple[list[JobSample], list[Metric]]:
+        self.done.wait()
+        if self.error is not None:
+            raise RuntimeError("the shared collection failed") from self.error
+        return self.result

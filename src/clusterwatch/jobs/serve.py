@@ -1,11 +1,12 @@
 """`/metrics` over HTTP until SIGTERM or SIGINT, computed at scrape time.
 
-A WSGI app in a threading wsgiref server that answers like prometheus_client's
-`make_wsgi_app` (the same content negotiation on `Accept`, gzip on `Accept-Encoding`,
-OPTIONS, 405 for other methods, `name[]` filters): the Prometheus text format and
-OpenMetrics 1.0.0 are written by `exposition.render`, anything else (another format
-version or name escaping, a `name[]` filter) by prometheus_client itself. The collector
-serialises concurrent scrapes itself.
+A WSGI app, in the bounded server of `http_server`, that answers like prometheus_client's
+`make_wsgi_app` (the same content negotiation on `Accept`, OPTIONS, 405 for other methods,
+`name[]` filters): the Prometheus text format and OpenMetrics 1.0.0 are written by
+`exposition.render`, anything else (another format version or name escaping, a `name[]`
+filter) by prometheus_client itself. Compression is decided here for both, with the
+q-values of `Accept-Encoding` honoured (`gzip;q=0` refuses gzip), which prometheus_client
+ignores. The collector shares one collection between concurrent scrapes itself.
 """
 
 from __future__ import annotations
@@ -13,19 +14,17 @@ from __future__ import annotations
 import gzip
 import logging
 import signal
-import socket
-import socketserver
 import threading
 from collections.abc import Iterable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Optional
 from urllib.parse import parse_qs
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import choose_encoder
 
-from clusterwatch.jobs import exposition
+from clusterwatch.jobs import exposition, http_server
 
 if TYPE_CHECKING:
     from clusterwatch.jobs.exporter import JobsCollector
@@ -51,25 +50,24 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-class _Server(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind looks the address up with getfqdn(), a DNS query that can
-        # hang a node's exporter at boot; the name only fills SERVER_NAME.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = int(self.server_address[1])
-        self.setup_environ()
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+def gzip_wanted(accept_encoding: str) -> bool:
+    """Whether `Accept-Encoding` asks for gzip: listed (or `x-gzip`) with a q-value above 0
+    (RFC 9110, 12.5.3: `q=0` means not acceptable). A bad q-value counts as 0."""
+    wanted = False
+    for item in accept_encoding.split(","):
+        coding, _, parameters = item.partition(";")
+        if coding.strip().lower() not in ("gzip", "x-gzip"):
+            continue
+        quality = 1.0
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value.strip())
+                except ValueError:
+                    quality = 0.0
+        wanted = quality > 0  # the last mention wins, as the header's parsers do
+    return wanted
 
 
 def metrics_app(collector: JobsCollector) -> WSGIApp:
@@ -79,16 +77,17 @@ def metrics_app(collector: JobsCollector) -> WSGIApp:
     fallback: WSGIApp = make_wsgi_app(registry)
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        compress = gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING", ""))
         if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
                 or "name[]" in parse_qs(environ.get("QUERY_STRING", ""))):
-            return fallback(environ, start_response)
+            return fallback(_encoding_decided(environ, compress), start_response)
         encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
         fmt = exposition.format_of(encoder)
         if fmt is None:
-            return fallback(environ, start_response)
+            return fallback(_encoding_decided(environ, compress), start_response)
         output = collector.exposition(fmt)
         headers = [("Content-Type", content_type)]
-        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+        if compress:
             output = gzip.compress(output)
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
@@ -97,10 +96,17 @@ def metrics_app(collector: JobsCollector) -> WSGIApp:
     return app
 
 
+def _encoding_decided(environ: WSGIEnvironment, compress: bool) -> WSGIEnvironment:
+    """The environment for prometheus_client, whose own test takes any mention of gzip
+    (even `gzip;q=0`) for a yes: it sees a plain `gzip` or nothing."""
+    return {**environ, "HTTP_ACCEPT_ENCODING": "gzip" if compress else ""}
+
+
 def bind(collector: JobsCollector, host: str, port: int) -> WSGIServer:
     """A server bound to host:port (OSError when the address is in use or unknown)."""
-    server_class = _Server6 if ":" in host else _Server
-    return make_server(host, port, metrics_app(collector), server_class, _QuietHandler)
+    server_class = http_server.BoundedServer6 if ":" in host else http_server.BoundedServer
+    return make_server(host, port, metrics_app(collector), server_class,
+                       http_server.RequestHandler)
 
 
 def serve_until_signalled(server: WSGIServer) -> None:
