@@ -101,33 +101,31 @@ class Buffer:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def add(self, record: Mapping[str, Any]) -> str:
-        """Buffer `record` (durably) and return its file name; then enforce the bound."""
-        data = _encode(record)
+    def next_name(self) -> str:
+        """The file name the next record gets: after every buffered one, by the clock."""
         names = self.names()
         stamp = int(self.clock() * 1e9)
         if names:
             # A clock stepped back must not sort the new record before older ones.
             stamp = max(stamp, int(names[-1][:20]) + 1)
-        name = f"{stamp:020d}.json"
+        return f"{stamp:020d}.json"
+
+    def add(self, record: Mapping[str, Any], name: Optional[str] = None) -> str:
+        """Buffer `record` (durably) as `name` (default: `next_name()`) and return the name;
+        then enforce the bound."""
+        data = _encode(record)
+        name = name or self.next_name()
+        names = [other for other in self.names() if other != name]
         _write_atomically(self.dir, name, data)
         counts = self.counts()
         _move(_carried_counts(record), counts, -1)
         self._save_counts(counts)
-        self._enforce_bound([*names, name])
+        self._enforce_bound(sorted([*names, name]))
         return name
 
     def remove(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self.dir, name))
-
-    def withdraw(self, name: str, record: Mapping[str, Any]) -> None:
-        """Undo `add` (its run could not save its log positions): the record's file goes and
-        the counts it carried wait for the next record again."""
-        counts = self.counts()
-        _move(_carried_counts(record), counts, +1)
-        self._save_counts(counts)
-        self.remove(name)
 
     def set_aside(self, name: str, reason: str, detail: str = "",
                   record: Optional[Mapping[str, Any]] = None) -> None:

@@ -115,23 +115,16 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> int:
-    from clusterwatch.reporter import delivery, envfile
+    from clusterwatch.reporter import commit, delivery, envfile
 
     state_module.prepare(state_dir)
     with state_module.locked(state_dir):
         previous = state_module.load(state_dir)
         buffer = delivery.Buffer(state_dir)
+        commit.recover(previous, buffer)  # a run killed after its commit: finish it
         record, new_state = record_module.collect(key, sources, previous, time.time(),
                                                   buffer=buffer)
-        name = buffer.add(record)
-        # The record is buffered, then the positions saved: a crash in between re-reads
-        # those lines next run (counted twice, never lost). A save that fails takes the
-        # record back, so that the next run reports those lines once.
-        try:
-            state_module.save(state_dir, new_state)
-        except OSError:
-            buffer.withdraw(name, record)
-            raise
+        commit.commit(state_dir, buffer, record, new_state)
         try:
             settings = envfile.load_env(env_path)
         except envfile.ConfigError as exc:
