@@ -27,7 +27,7 @@ from typing import Any, Optional
 from clusterwatch.errors import ConfigError
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.channel import Channel
-from clusterwatch.notify.http import HttpPost, post
+from clusterwatch.notify.http import HttpPost, post, url_problem
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 
@@ -35,6 +35,8 @@ CHANNEL_TYPES = ("slack", "alertmanager", "webhook")
 CHANNEL_KEYS = frozenset({"type", "name", "webhook_file", "url_file", "url", "timeout_s",
                           "labels"})
 SECRET_KEYS = {"slack": "webhook_file", "webhook": "url_file"}
+MAX_SECONDS = 366 * 86400.0  # any longer duration is a typo
+MAX_TIMEOUT_S = 3600.0  # a request or a command run by a poll a minute
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ def parse_channels(raw: Any, base_dir: Path) -> tuple[ChannelConfig, ...]:
         url = string(item, "url", where)
         if kind == "alertmanager" and not url:
             raise ConfigError(f"{where} (alertmanager) needs url, e.g. http://127.0.0.1:9093")
+        if url:
+            check_url(url, f"{where}.url {url!r}")
         labels = item.get("labels", {})
         if not isinstance(labels, dict) or not all(
             isinstance(value, str) for value in labels.values()
@@ -79,7 +83,7 @@ def parse_channels(raw: Any, base_dir: Path) -> tuple[ChannelConfig, ...]:
             raise ConfigError(f"{where}.labels must be a table of strings")
         channels.append(ChannelConfig(
             type=kind, name=name, secret_file=secret_file, url=str(url) if url else None,
-            timeout_s=positive(item, "timeout_s", 10.0, where),
+            timeout_s=positive(item, "timeout_s", 10.0, where, MAX_TIMEOUT_S),
             labels={str(k): str(v) for k, v in labels.items()},
         ))
     return tuple(channels)
@@ -129,7 +133,15 @@ def read_secret(path: Path) -> str:
         # Caught here rather than as a delivery error retried every minute; the message
         # must not quote the value.
         raise ConfigError(f"secret file {path} must hold an https:// (or http://) URL")
+    check_url(value, f"secret file {path}")  # names the file, never quotes the URL
     return value
+
+
+def check_url(url: str, what: str) -> None:
+    """Refuse a URL that no request could use (a port out of range, a broken host)."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise ConfigError(f"{what}: {problem}")
 
 
 # Typed TOML values: TOML has types, so `url = 9090` is a mistake, not a URL.
@@ -142,11 +154,18 @@ def reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None
                           f"known: {', '.join(sorted(allowed))}")
 
 
-def positive(table: dict[str, Any], key: str, default: float = 0.0, where: str = "") -> float:
+def positive(table: dict[str, Any], key: str, default: float = 0.0, where: str = "",
+             maximum: float = MAX_SECONDS) -> float:
+    """A number of seconds above 0 and at most `maximum`.
+
+    TOML has `inf` and `1e300`: taken as they are, they end in an OverflowError deep in a
+    socket or a subprocess call, long after the configuration was read.
+    """
     value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not 0 < value <= maximum):
         raise ConfigError(f"{key_name(where, key)} must be a positive number of seconds, "
-                          f"not {value!r}")
+                          f"at most {maximum:g}, not {value!r}")
     return float(value)
 
 

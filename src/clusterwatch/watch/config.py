@@ -16,7 +16,12 @@ from typing import Any, Optional
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.notify.channel_config import CHANNEL_TYPES as CHANNEL_TYPES
-from clusterwatch.notify.channel_config import ChannelConfig, parse_channels
+from clusterwatch.notify.channel_config import (
+    MAX_TIMEOUT_S,
+    ChannelConfig,
+    check_url,
+    parse_channels,
+)
 from clusterwatch.notify.channel_config import positive as _positive
 from clusterwatch.notify.channel_config import read_secret as read_secret
 from clusterwatch.notify.channel_config import reject_unknown as _reject_unknown
@@ -97,11 +102,11 @@ def load_config(
     return WatchConfig(
         config_dir=config_dir,
         state_dir=state_dir.expanduser(),
-        prometheus_url=prometheus_url or toml_prometheus_url,
+        prometheus_url=_prometheus_url(prometheus_url, toml_prometheus_url),
         prometheus_job=_label_value(_string(prom, "job", "[prometheus]", "node")),
-        prometheus_timeout_s=_positive(prom, "timeout_s", 10.0, "[prometheus]"),
+        prometheus_timeout_s=_positive(prom, "timeout_s", 10.0, "[prometheus]", MAX_TIMEOUT_S),
         condor_status=condor_status or toml_condor_status,
-        condor_timeout_s=_positive(condor, "timeout_s", 15.0, "[condor]"),
+        condor_timeout_s=_positive(condor, "timeout_s", 15.0, "[condor]", MAX_TIMEOUT_S),
         thresholds=thresholds,
         channels=_channels(data, config_dir),
         health_textfile=config_dir / Path(textfile).expanduser() if textfile else None,
@@ -130,6 +135,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -140,6 +147,15 @@ def _table(data: dict[str, Any], key: str, allowed: set[str]) -> dict[str, Any]:
         raise ConfigError(f"[{key}] must be a table")
     _reject_unknown(value, allowed, f"[{key}]")
     return value
+
+
+def _prometheus_url(option: Optional[str], toml_url: str) -> str:
+    """The command line's URL, else watch.toml's; both checked, as any other setting."""
+    # The URL may carry credentials (user:password@host): the message does not quote it.
+    check_url(toml_url, "[prometheus] url")
+    if option:
+        check_url(option, "--prometheus-url")
+    return option or toml_url
 
 
 def _label_value(job: str) -> str:
