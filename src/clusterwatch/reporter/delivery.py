@@ -24,14 +24,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from clusterwatch.reporter import utc_text
 from clusterwatch.reporter.envfile import check_monitor_url, check_token
 from clusterwatch.reporter.https_post import Poster, https_poster
-from clusterwatch.reporter.state import write_atomically
+from clusterwatch.reporter.state import COUNTS_FILE, write_atomically
 from clusterwatch.reporter.storable import RISKY_JSON, make_storable
 
 log = logging.getLogger(__name__)
 
 BUFFER_DIR = "buffer"
 SET_ASIDE_DIR = "set_aside"
-COUNTS_FILE = "delivery.json"
 SET_ASIDE_KEEP = 100  # set-aside records kept for an operator; they were counted already
 STALE_TEMP_SECONDS = 600.0  # a write takes milliseconds: an older temp file is a dead run's
 REASON_BUFFER_FULL = "dropped: buffer full"

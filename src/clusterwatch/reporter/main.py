@@ -9,7 +9,7 @@ import os
 import socket
 import sys
 import time
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from clusterwatch.reporter import record as record_module
 from clusterwatch.reporter import state as state_module
@@ -101,8 +101,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         environ=dict(os.environ),
     )
     if args.print_only:
-        previous = state_module.load(state_dir) if os.path.isdir(state_dir) else {}
-        record, _ = record_module.collect(key, sources, previous, time.time())
+        previous, damage = state_module.load(state_dir, keep_damaged=False)
+        _say_damage(damage)
+        record, _ = record_module.collect(key, sources, previous, time.time(),
+                                          state_damage=damage)
         json.dump(record, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return EXIT_OK
@@ -114,16 +116,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BUFFERED
 
 
+def _say_damage(damage: Optional[Dict[str, Any]]) -> None:
+    # Cron mails stderr: a damaged state costs counted lines, so an operator must hear of it.
+    if damage is not None:
+        sys.stderr.write("harvester-reporter: {}\n".format(
+            state_module.describe_damage(damage)))
+
+
 def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> int:
     from clusterwatch.reporter import commit, delivery, envfile
 
     state_module.prepare(state_dir)
     with state_module.locked(state_dir):
-        previous = state_module.load(state_dir)
+        previous, damage = state_module.load(state_dir)
+        _say_damage(damage)
         buffer = delivery.Buffer(state_dir)
         commit.recover(previous, buffer)  # a run killed after its commit: finish it
         record, new_state = record_module.collect(key, sources, previous, time.time(),
-                                                  buffer=buffer)
+                                                  buffer=buffer, state_damage=damage)
         commit.commit(state_dir, buffer, record, new_state)
         try:
             settings = envfile.load_env(env_path)

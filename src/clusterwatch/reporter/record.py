@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION, utc_text
+from clusterwatch.reporter.state_repair import usable_parts
 from clusterwatch.reporter.storable import make_storable
 
 # Log file names, relative to the log directory, per record section.
@@ -62,12 +63,16 @@ def _guarded(build: Callable[[], Any]) -> Any:
 
 
 def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
-            buffer: Any = None) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Build the record for the interval since the previous run; return (record, state)."""
+            buffer: Any = None, state_damage: Optional[Dict[str, Any]] = None
+            ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Build the record for the interval since the previous run; return (record, state).
+
+    `state_damage` (what `state.load` found wrong with the previous state) goes into the
+    record as its `state` field."""
     from clusterwatch.reporter import harvester_log, host, tail
 
     started = time.monotonic()
-    previous = _usable_state(previous)
+    previous = usable_parts(previous)[0]  # a damaged part must not stop every later run
     first_run = "last_run" not in previous
     since = previous.get("last_run", now)
     logs_state = dict(previous.get("logs", {}))
@@ -127,34 +132,13 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "health": {"volumes": _guarded(lambda: host.volumes(sources.volumes))},
         "delivery": _guarded(buffer.section) if buffer is not None else {"backlog": 0},
     }
+    if state_damage is not None:
+        record["state"] = state_damage
     record = make_storable(record)  # log text is data: NULs must not make it unstorable
     record["collect_seconds"] = round(time.monotonic() - started, 3)
     new_state["logs"] = logs_state
     new_state["last_run"] = now
     return record, new_state
-
-
-# The state's parts and the types they must have; anything else is dropped, not trusted.
-STATE_TYPES = {
-    "logs": (dict,), "adjustment": (dict,), "reasons": (dict,), "last_run": (int, float),
-}  # type: Dict[str, Tuple[type, ...]]
-
-
-def _usable_state(previous: Any) -> Dict[str, Any]:
-    """The previous state with damaged parts dropped (a hand edit or a disk fault must not
-    stop every later run)."""
-    if not isinstance(previous, dict):
-        return {}
-    usable = {}  # type: Dict[str, Any]
-    for key, value in previous.items():
-        kind = STATE_TYPES.get(key)
-        if kind is None or (isinstance(value, kind) and not isinstance(value, bool)):
-            usable[key] = value
-    logs = usable.get("logs")
-    if isinstance(logs, dict):
-        usable["logs"] = {name: saved for name, saved in logs.items()
-                          if isinstance(saved, dict)}
-    return usable
 
 
 def _harvester_db(sources: Sources, now: float, since: float,

@@ -90,6 +90,11 @@ def _valid_saved(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return saved
 
 
+def is_position(saved: Any) -> bool:
+    """Whether `saved` is a `saved` this module gave out ({} when it had none to give)."""
+    return saved == {} or _valid_saved(saved) is not None
+
+
 def _state(f: IO[bytes], st: os.stat_result, offset: int) -> Dict[str, Any]:
     f.seek(0)
     head = f.read(FINGERPRINT_BYTES)
