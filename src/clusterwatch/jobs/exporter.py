@@ -144,7 +144,6 @@ class JobsCollector(Collector):
         return [duration_family, jobs_family, errors_family]
 
 
-
 class _Flight:
     """One collection in progress, awaited by the scrapes that arrived during it."""
 
