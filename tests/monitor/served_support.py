@@ -55,10 +55,12 @@ def record_body(key: str, collected_at: dt.datetime, **changes: Any) -> bytes:
 
 
 def post(server: MonitorServer, key: str, token: str, body: bytes, *,
-         chunk_bytes: Optional[int] = None) -> Answer:
+         chunk_bytes: Optional[int] = None,
+         connection: Optional[http.client.HTTPConnection] = None) -> Answer:
     """POST `body` to `key`'s URL: with a Content-Length, or chunked (`chunk_bytes` a chunk)
-    the way a streaming client sends it."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=HTTP_TIMEOUT_S)
+    the way a streaming client sends it. To gunicorn, or over `connection` (to a proxy)."""
+    connection = connection or http.client.HTTPConnection("127.0.0.1", server.port,
+                                                          timeout=HTTP_TIMEOUT_S)
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     try:
         if chunk_bytes is None:
@@ -74,9 +76,11 @@ def post(server: MonitorServer, key: str, token: str, body: bytes, *,
         connection.close()
 
 
-def latest(server: MonitorServer, key: str, token: str) -> Answer:
-    """GET the key's latest record."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=HTTP_TIMEOUT_S)
+def latest(server: MonitorServer, key: str, token: str,
+           connection: Optional[http.client.HTTPConnection] = None) -> Answer:
+    """GET the key's latest record (from gunicorn, or over `connection`)."""
+    connection = connection or http.client.HTTPConnection("127.0.0.1", server.port,
+                                                          timeout=HTTP_TIMEOUT_S)
     try:
         connection.request("GET", f"/api/host-reports/{key}/",
                            headers={"Authorization": f"Token {token}"})

@@ -1,7 +1,9 @@
 """The monitor under gunicorn on 127.0.0.1, as it runs in production, for tests and the demo.
 
-`monitor_server(data_dir)` runs `clusterwatch monitor migrate`, then gunicorn (several
-workers) on a free loopback port, waits until `/accounts/login/` answers 200, and stops it
+`monitor_server(data_dir)` runs `clusterwatch monitor migrate`, then gunicorn with the
+settings the systemd unit runs (`clusterwatch.monitor.gunicorn_conf`; only the port, the
+number of workers and a shorter graceful stop differ) on a free loopback port, waits until
+`/accounts/login/` answers 200, and stops it
 (SIGTERM, the graceful shutdown; SIGKILL after a timeout) when the block ends. The server's
 environment is built from scratch for the CLUSTERWATCH_* part: the caller's own
 CLUSTERWATCH_* variables never leak in, so a test names its database explicitly.
@@ -42,8 +44,7 @@ STOP_TIMEOUT = 20.0  # SIGTERM is graceful for gunicorn: its workers finish thei
 COMMAND_TIMEOUT = 300.0
 PORT_ATTEMPTS = 3
 LOG_TAIL_LINES = 40
-
-
+GUNICORN_CONFIG = "clusterwatch.monitor.gunicorn_conf"  # what clusterwatch-monitor.service runs
 
 
 class MonitorStartError(Exception):
@@ -114,14 +115,15 @@ def monitor_server(
     *,
     database: Optional[Mapping[str, str]] = None,
     extra_environ: Optional[Mapping[str, str]] = None,
-    workers: int = 2,
+    workers: Optional[int] = 2,
     port: Optional[int] = None,
     startup_timeout: float = STARTUP_TIMEOUT,
 ) -> Iterator[MonitorServer]:
     """The monitor migrated and served by gunicorn on 127.0.0.1 (`port`, default: a free one).
 
     `database`: CLUSTERWATCH_DATABASE_URL (and _PASSWORD_FILE) entries, default SQLite in
-    `data_dir`; see `private_database`. The gunicorn log is `data_dir/gunicorn.log`.
+    `data_dir`; see `private_database`. `workers`: None for the shipped number. The gunicorn
+    log is `data_dir/gunicorn.log`.
     """
     data_dir = Path(data_dir)
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the database and secret key
@@ -147,14 +149,15 @@ def monitor_server(
         stop_process(process, STOP_TIMEOUT)
 
 
-def _start_gunicorn(environ: Mapping[str, str], port: int, workers: int,
+def _start_gunicorn(environ: Mapping[str, str], port: int, workers: Optional[int],
                     log_path: Path) -> subprocess.Popen[bytes]:
     import gunicorn
 
-    command = [sys.executable, "-m", "gunicorn", "--bind", f"{LOOPBACK}:{port}",
-               "--workers", str(workers), "--graceful-timeout", "10",
-               "--access-logfile", "-", "--error-logfile", "-",
+    command = [sys.executable, "-m", "gunicorn", f"--config=python:{GUNICORN_CONFIG}",
+               "--bind", f"{LOOPBACK}:{port}", "--graceful-timeout", "10",
                "clusterwatch.monitor.wsgi:application"]
+    if workers is not None:
+        command[3:3] = ["--workers", str(workers)]
     if tuple(gunicorn.version_info) >= (25, 1):
         # Otherwise every instance shares ~/.gunicorn/gunicorn.ctl (tests run several).
         command.insert(3, "--no-control-socket")

@@ -1,0 +1,168 @@
+"""Slow clients against the shipped front door: nginx with deploy/nginx/clusterwatch-monitor.conf
+in front of gunicorn started as clusterwatch-monitor.service starts it (its
+clusterwatch.monitor.gunicorn_conf: four sync workers on loopback).
+
+Three times as many slow connections as there are workers (silent ones, ones stuck in
+their headers, ones stuck in their body) must not delay a reporter's post or an operator's
+read, and nginx must cut every one of them off within its client timeouts. The same
+proxy keeps the body promises: a chunked record arrives whole, an oversize one gets 413.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.client
+import os
+import re
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, TypeVar
+
+import pytest
+
+from clusterwatch.monitor import gunicorn_conf
+from clusterwatch.testing.monitor_proxy import MonitorProxy, find_nginx, monitor_proxy
+from clusterwatch.testing.monitor_server import MonitorServer
+from clusterwatch.testing.services import MissingComponent, require_binary
+from tests.monitor.served_support import latest, now, post, record_body, served, token_for
+from tests.reporter.tls import make_ca, make_server_cert
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "deploy" / "nginx" / "clusterwatch-monitor.conf"
+KEY = "slow01"
+PER_KIND = gunicorn_conf.workers  # slow clients of each kind: three kinds, 3x the workers
+PROMPT_S = 5.0  # a normal request, however many slow clients hang on
+MARGIN_S = 10.0  # on top of the site's client timeouts, for a loaded test machine
+PARTIAL_BODY_BYTES = 1000  # of a 100,000 bytes its Content-Length announces
+T = TypeVar("T")
+
+
+def _site_timeout_s() -> float:
+    """The longest client timeout the shipped site sets (header, body): the cut-off bound."""
+    found = re.findall(r"^\s*client_(?:header|body)_timeout\s+(\d+)s;", SITE.read_text(),
+                       re.MULTILINE)
+    assert found, "the site file sets no client timeouts"
+    return float(max(int(seconds) for seconds in found))
+
+
+@dataclass
+class Front:
+    server: MonitorServer
+    proxy: MonitorProxy
+    token: str
+
+    def https(self) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection("127.0.0.1", self.proxy.port, timeout=PROMPT_S * 4,
+                                           context=self.proxy.ssl_context())
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
+    try:
+        find_nginx()
+        openssl = require_binary("openssl")
+    except MissingComponent as missing:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true and {missing}", pytrace=False)
+        pytest.skip(str(missing))
+    base = tmp_path_factory.mktemp("front")
+    ca = make_ca(base / "tls", openssl=openssl)
+    leaf = make_server_cert(ca, base / "tls", openssl=openssl)
+    # The unit's environment: it sets CLUSTERWATCH_BEHIND_TLS_PROXY=1.
+    with served(base / "monitor", workers=None,
+                extra_environ={"CLUSTERWATCH_BEHIND_TLS_PROXY": "1"}) as server, \
+            monitor_proxy(SITE, server.port, base / "nginx", certificate=leaf.cert,
+                          key=leaf.key, ca_file=ca.cert) as proxy:
+        yield Front(server, proxy, token_for(server, KEY))
+
+
+def open_slow_clients(port: int, token: str, context: Optional[ssl.SSLContext],
+                      per_kind: int) -> list[socket.socket]:
+    """`per_kind` each of: silent (not even a TLS handshake), stuck in the headers, stuck
+    in the body (a valid token, a Content-Length of 100,000 and 1,000 bytes sent)."""
+    head = (f"POST /api/host-reports/{KEY}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Token {token}\r\nContent-Type: application/json\r\n")
+    partial_body = (head + "Content-Length: 100000\r\n\r\n").encode() + (
+        record_body(KEY, now())[:PARTIAL_BODY_BYTES])
+    slow: list[socket.socket] = []
+    for _ in range(per_kind):
+        slow.append(socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S))
+        for sent in (head.encode(), partial_body):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S)
+            if context is not None:
+                sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+            sock.sendall(sent)
+            slow.append(sock)
+    return slow
+
+
+def seconds_until_closed(sock: socket.socket, limit_s: float) -> Optional[float]:
+    """How long until the server closes `sock` (EOF or reset, after any answer); None if it
+    is still open after `limit_s`."""
+    started = time.monotonic()
+    while (left := limit_s - (time.monotonic() - started)) > 0:
+        sock.settimeout(left)
+        try:
+            if not sock.recv(65536):
+                return time.monotonic() - started
+        except TimeoutError:
+            return None
+        except OSError:  # reset (nginx's reset_timedout_connection), TLS alert
+            return time.monotonic() - started
+    return None
+
+
+def _timed(call: Callable[[], T]) -> tuple[T, float]:
+    started = time.monotonic()
+    result = call()
+    return result, time.monotonic() - started
+
+
+def test_slow_clients_neither_delay_others_nor_stay(front: Front) -> None:
+    slow = open_slow_clients(front.proxy.port, front.token, front.proxy.ssl_context(), PER_KIND)
+    try:
+        time.sleep(1.0)  # every slow request is in nginx's hands (and would hold a worker)
+        body = record_body(KEY, now() - dt.timedelta(seconds=30))
+        stored, post_s = _timed(lambda: post(front.server, KEY, front.token, body,
+                                             connection=front.https()))
+        shown, read_s = _timed(lambda: latest(front.server, KEY, front.token,
+                                              connection=front.https()))
+        direct, direct_s = _timed(lambda: latest(front.server, KEY, front.token))
+        assert stored.status == 201, stored.body
+        assert shown.status == 200 and shown.json()["id"] == stored.json()["id"]
+        assert direct.status == 200  # gunicorn's workers are all free
+        assert max(post_s, read_s, direct_s) < PROMPT_S, (post_s, read_s, direct_s)
+        bound = _site_timeout_s() + MARGIN_S
+        with ThreadPoolExecutor(len(slow)) as pool:
+            closed = list(pool.map(lambda sock: seconds_until_closed(sock, bound), slow))
+        assert None not in closed, closed  # every slow client was cut off within the bound
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_a_chunked_record_arrives_whole_through_the_proxy(front: Front) -> None:
+    body = record_body(KEY, now() - dt.timedelta(seconds=20))
+    answer = post(front.server, KEY, front.token, body, chunk_bytes=700,
+                  connection=front.https())
+    assert answer.status == 201, answer.body
+    assert answer.json()["size_bytes"] == len(body)
+
+
+@pytest.mark.parametrize(("extra_bytes", "from_monitor"), [
+    (512 * 1024, True),  # over CLUSTERWATCH_MAX_RECORD_BYTES: the monitor's 413, its reason
+    (3 * 1024 * 1024, False),  # over the proxy's own client_max_body_size: nginx's 413
+])
+def test_an_oversize_record_gets_413_through_the_proxy(front: Front, extra_bytes: int,
+                                                       from_monitor: bool) -> None:
+    body = record_body(KEY, now(), padding="x" * (1024 * 1024 + extra_bytes))
+    answer = post(front.server, KEY, front.token, body, connection=front.https())
+    assert answer.status == 413
+    assert (answer.headers.get("Content-Type") == "application/json") is from_monitor
