@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import http.client
 import json
+import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,18 @@ def latest(server: MonitorServer, key: str, token: str,
         return Answer(response.status, response.read(), dict(response.getheaders()))
     finally:
         connection.close()
+
+
+def exchange(port: int, data: bytes, timeout: float = HTTP_TIMEOUT_S) -> tuple[int, bytes]:
+    """Send `data` (a whole request, however malformed) to 127.0.0.1:`port`, close our
+    sending side, read to the end: (the answer's status, its body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1]), answer.partition(b"\r\n\r\n")[2]
 
 
 def now() -> dt.datetime:

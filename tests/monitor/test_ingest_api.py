@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from tests.monitor.ingest_support import (
     url,
     utc,
 )
+from tests.monitor.served_support import exchange
 
 pytestmark = pytest.mark.django_db
 
@@ -400,18 +400,10 @@ def test_it_never_logs_the_token_or_the_body(client: Client,
 
 def _raw_post(live_server: Any, token: str, claimed: int, data: bytes) -> tuple[int, bytes]:
     """POST `data` under a Content-Length of `claimed`, then close our sending side."""
-    host, port = live_server.thread.host, live_server.thread.port
     head = (f"POST {url()} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Token {token}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {claimed}\r\n"
             "Connection: close\r\n\r\n").encode()
-    with socket.create_connection((host, port), timeout=20) as sock:
-        sock.sendall(head + data)
-        sock.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    status = int(answer.split(b" ", 2)[1])
-    return status, answer.partition(b"\r\n\r\n")[2]
+    return exchange(live_server.thread.port, head + data, timeout=20)
 
 
 @pytest.mark.django_db(transaction=True)

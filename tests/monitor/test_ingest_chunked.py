@@ -4,13 +4,20 @@ stored like any other within the limit, 413 beyond it, 400 when the chunking is 
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 
 import pytest
 
 from clusterwatch.testing.monitor_server import MonitorServer
-from tests.monitor.served_support import latest, now, post, record_body, served, token_for
+from tests.monitor.served_support import (
+    exchange,
+    latest,
+    now,
+    post,
+    record_body,
+    served,
+    token_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -60,12 +67,6 @@ def test_it_refuses_broken_chunking_with_a_4xx_never_a_500(server: MonitorServer
             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
     # The first chunk's size says 0x10 bytes, then far more come before the CRLF.
     broken = b"10\r\n" + body[:100] + b"\r\n0\r\n\r\n"
-    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
-        sock.sendall(head + broken)
-        sock.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    status = int(answer.split(b" ", 2)[1])
+    status, answer = exchange(server.port, head + broken)
     assert 400 <= status < 500, answer[:300]
     assert latest(server, "chunked04", token).status == 404
