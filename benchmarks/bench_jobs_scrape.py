@@ -56,13 +56,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from clusterwatch.jobs import cgroup_parse, job_identity
+from clusterwatch.jobs import cgroup_parse, job_metadata
 from clusterwatch.jobs.cgroup_stats import NS_PER_S, USER_HZ, CgroupStats
 from clusterwatch.jobs.counters import JobCounters
-from clusterwatch.jobs.discovery import SLURM_JOB_DIR, JobCgroup
 from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.exposition import TEXT
 from clusterwatch.jobs.file_reader import ERROR_KINDS
+from clusterwatch.jobs.layout import SLURM_JOB_DIR, JobCgroup
 from clusterwatch.jobs.metric_families import job_families
 from clusterwatch.jobs.procfs import IoCounters
 from clusterwatch.jobs.sampler import JobSample
@@ -134,7 +134,7 @@ class PsutilBaseline:
         self.psutil: Any = psutil
         self.root = cgroup_root
         self.counters: dict[str, JobCounters] = {}
-        self.identities: dict[str, job_identity.JobMetadata] = {}
+        self.identities: dict[str, job_metadata.JobMetadata] = {}
         self.users: dict[int, str] = {}
         self.errors = dict.fromkeys(ERROR_KINDS, 0)
 
@@ -168,7 +168,7 @@ class PsutilBaseline:
             with open(os.path.join(directory, "cgroup.procs")) as procs:
                 pids.update(int(pid) for pid in procs.read().split())
         sample = JobSample(jobid=jobid, user=self._user(uid), uid=uid, job=job,
-                           metadata=job_identity.JobMetadata(), cgroup=self._cgroup(job),
+                           metadata=job_metadata.JobMetadata(), cgroup=self._cgroup(job),
                            steps=steps)
         readings = []
         job_pids = []
@@ -249,7 +249,7 @@ class PsutilBaseline:
             stats.memory_oom_kills = cgroup_parse.parse_flat_keyed(oom).get("oom_kill")
         return stats
 
-    def _identity(self, key: str, pids: list[int]) -> job_identity.JobMetadata:
+    def _identity(self, key: str, pids: list[int]) -> job_metadata.JobMetadata:
         known = self.identities.get(key)
         if known is not None:
             return known
@@ -258,10 +258,10 @@ class PsutilBaseline:
                 environ = self.psutil.Process(pid).environ()
             except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
                 continue
-            if job_identity.SLURM_MARKER in environ:
-                known = self.identities[key] = job_identity.slurm_metadata(environ)
+            if job_metadata.SLURM_MARKER in environ:
+                known = self.identities[key] = job_metadata.slurm_metadata(environ)
                 return known
-        return job_identity.JobMetadata()
+        return job_metadata.JobMetadata()
 
     def _user(self, uid: int) -> str:
         name = self.users.get(uid)

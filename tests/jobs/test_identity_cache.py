@@ -3,9 +3,9 @@ nothing is looked at again only when it has processes not looked at yet, or afte
 
 from __future__ import annotations
 
-from clusterwatch.jobs.discovery import JobCgroup
 from clusterwatch.jobs.file_reader import ErrorCounts, FileReader, read_file
-from clusterwatch.jobs.identities import RETRY_S, TRIES, Identities
+from clusterwatch.jobs.identity_cache import RETRY_S, TRIES, Identities
+from clusterwatch.jobs.layout import JobCgroup
 from clusterwatch.jobs.procfs import ProcReader
 from tests.jobs.fake_tree import ALICE, Tree
 

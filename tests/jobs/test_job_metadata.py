@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwatch.jobs.job_identity import (
+from clusterwatch.jobs.job_metadata import (
     JobMetadata,
     condor_metadata,
     parse_job_ad,

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, TypeVar
 
 from clusterwatch.jobs import cgroup_parse
-from clusterwatch.jobs.discovery import JobCgroup
 from clusterwatch.jobs.file_reader import FileReader
+from clusterwatch.jobs.layout import JobCgroup
 
 NS_PER_S = 1e9
 USEC_PER_S = 1e6

@@ -4,19 +4,17 @@ The starter names each job's cgroup after its execute directory and slot, `/` tu
 `_`: `condor_var_lib_condor_execute_slot1_23@host`, below `htcondor` (BASE_CGROUP) in each
 v1 controller, or below `htcondor` in the v2 tree (at the root, in system.slice, or in the
 condor service's cgroup). The name carries no job ID: it comes from the job's environment
-(the job ad at `_CONDOR_JOB_AD`), see `job_identity`.
+(the job ad at `_CONDOR_JOB_AD`), see `job_metadata`.
 """
 
 from __future__ import annotations
 
 import os
 
-from clusterwatch.jobs.discovery import JobCgroup, subdirectories
 from clusterwatch.jobs.file_reader import ErrorCounts
-from clusterwatch.jobs.slurm_v1 import CPU_CONTROLLERS
+from clusterwatch.jobs.layout import CPU_CONTROLLERS, PROCS_CONTROLLERS, JobCgroup, subdirectories
 
 BASE_CGROUP = "htcondor"
-_V1_PROCS_CONTROLLERS = ("freezer", *CPU_CONTROLLERS, "memory", "cpuset", "pids", "devices")
 _V2_PARENTS = (
     BASE_CGROUP,
     os.path.join("system.slice", BASE_CGROUP),
@@ -33,14 +31,14 @@ class HTCondorV1:
 
     def discover(self, cgroup_root: str, errors: ErrorCounts) -> list[JobCgroup]:
         found: dict[str, dict[str, str]] = {}
-        for controller in _V1_PROCS_CONTROLLERS:
+        for controller in PROCS_CONTROLLERS:
             for job in subdirectories(os.path.join(cgroup_root, controller, BASE_CGROUP),
                                       errors):
                 if _is_job_dir(job.name):
                     found.setdefault(job.name, {})[controller] = job.path
         jobs = []
         for name, dirs in sorted(found.items()):
-            procs_dir = next(dirs[c] for c in _V1_PROCS_CONTROLLERS if c in dirs)
+            procs_dir = next(dirs[c] for c in PROCS_CONTROLLERS if c in dirs)
             try:
                 inode = os.stat(procs_dir).st_ino
             except OSError:

@@ -1,6 +1,6 @@
 """Resolving each job's identity (job ID, uid, account, partition, GPUs) and remembering it.
 
-Read from a job process's environment (`job_identity` parses it) once per job directory and
+Read from a job process's environment (`job_metadata` parses it) once per job directory and
 kept while the directory exists, so it survives the job's processes exiting. Bounded: at
 most `TRIES` processes per job are looked at per collection. A job whose environment says
 nothing (pam_slurm_adopt sessions, root jobs, a SLUID job before its tasks start) is
@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from clusterwatch.jobs import job_identity
-from clusterwatch.jobs.discovery import JobCgroup
-from clusterwatch.jobs.job_identity import JobMetadata
+from clusterwatch.jobs import job_metadata
+from clusterwatch.jobs.job_metadata import JobMetadata
+from clusterwatch.jobs.layout import JobCgroup
 from clusterwatch.jobs.procfs import ProcReader
 
 TRIES = 8
@@ -70,7 +70,7 @@ class Identities:
             if uid is None:
                 uid = self.procs.real_uid(pid) or None
             if metadata is None:
-                environ = self.procs.environ(pid, job_identity.ENV_PREFIXES)
+                environ = self.procs.environ(pid, job_metadata.ENV_PREFIXES)
                 metadata = self._metadata(job, pid, environ) if environ else None
             if uid is not None and metadata is not None:
                 break
@@ -94,12 +94,12 @@ class Identities:
     def _metadata(self, job: JobCgroup, pid: int,
                   environ: dict[str, str]) -> Optional[JobMetadata]:
         if job.scheduler == "slurm":
-            if job_identity.SLURM_MARKER not in environ:
+            if job_metadata.SLURM_MARKER not in environ:
                 return None
-            return job_identity.slurm_metadata(environ)
-        if not any(marker in environ for marker in job_identity.CONDOR_MARKERS):
+            return job_metadata.slurm_metadata(environ)
+        if not any(marker in environ for marker in job_metadata.CONDOR_MARKERS):
             return None
-        metadata = job_identity.condor_metadata(
+        metadata = job_metadata.condor_metadata(
             environ, lambda path: self.procs.read_in_root(pid, path))
         return metadata if metadata.jobid else None
 

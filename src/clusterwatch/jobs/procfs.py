@@ -16,13 +16,13 @@ import stat as stat_module
 from typing import NamedTuple, Optional
 
 from clusterwatch.jobs import cgroup_parse
-from clusterwatch.jobs.discovery import JobCgroup
 from clusterwatch.jobs.file_reader import (
     PROCESS_VANISHED,
     FileReader,
     ProcessVanished,
     count_failure,
 )
+from clusterwatch.jobs.layout import JobCgroup
 from clusterwatch.jobs.scratch import ScratchPaths
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -85,7 +85,7 @@ class JobPids(NamedTuple):
 def job_pids(job: JobCgroup, files: FileReader) -> JobPids:
     """PIDs in every cgroup below the job (daemon cgroups skipped) and the number of steps.
 
-    Symbolic links are not followed (see discovery). What cannot be read is counted and
+    Symbolic links are not followed (see layout). What cannot be read is counted and
     makes the list incomplete."""
     pids: list[int] = []
     steps = 0

@@ -14,12 +14,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from clusterwatch.jobs import cgroup_parse, discovery, gpus, job_identity
+from clusterwatch.jobs import cgroup_parse, discovery, gpus
 from clusterwatch.jobs.cgroup_stats import CgroupStats, read_stats
 from clusterwatch.jobs.counters import JobCounters
-from clusterwatch.jobs.discovery import JobCgroup
 from clusterwatch.jobs.file_reader import JOB_FAILED, FileReader
-from clusterwatch.jobs.identities import Identities
+from clusterwatch.jobs.identity_cache import Identities
+from clusterwatch.jobs.job_metadata import JobMetadata
+from clusterwatch.jobs.layout import JobCgroup, JobSource
 from clusterwatch.jobs.procfs import IoCounters, ProcReader, job_pids
 from clusterwatch.jobs.scratch import ScratchPaths
 from clusterwatch.jobs.user_names import UserNames
@@ -40,7 +41,7 @@ class JobSample:
     user: str
     uid: Optional[int]
     job: JobCgroup
-    metadata: job_identity.JobMetadata
+    metadata: JobMetadata
     cgroup: CgroupStats
     steps: Optional[int] = None
     # None: not known for this collection (see the module's docstring).
@@ -57,7 +58,7 @@ class JobSample:
 
 class JobSampler:
     def __init__(self, cgroup_root: str, proc_root: str, scratch: ScratchPaths,
-                 sources: tuple[discovery.JobSource, ...], files: FileReader,
+                 sources: tuple[JobSource, ...], files: FileReader,
                  gpu_inventory: gpus.GpuInventory) -> None:
         self.cgroup_root = cgroup_root
         self.scratch = scratch
@@ -134,7 +135,7 @@ class JobSampler:
         sample.io = io if counters.io_known else None
         return sample
 
-    def _gpus(self, job: JobCgroup, metadata: job_identity.JobMetadata) -> list[GpuSample]:
+    def _gpus(self, job: JobCgroup, metadata: JobMetadata) -> list[GpuSample]:
         """The job's GPUs: what its devices cgroup lets it open (v1 with ConstrainDevices:
         the kernel's word, and known without any process), else its environment's."""
         names = self._device_cgroup_gpus(job.devices_dir) or metadata.gpus

@@ -14,16 +14,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from clusterwatch.jobs.discovery import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
 from clusterwatch.jobs.file_reader import ErrorCounts
+from clusterwatch.jobs.layout import (
+    CPU_CONTROLLERS,
+    PROCS_CONTROLLERS,
+    SLURM_JOB_DIR,
+    SLURMSTEPD,
+    JobCgroup,
+    subdirectories,
+)
 
 _TOP = re.compile(r"slurm(_.+)?")
 _UID = re.compile(r"uid_([0-9]+)")
-
-CPU_CONTROLLERS = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
-# Where to list the job's processes, in order of preference: freezer is proctrack/cgroup's
-# own hierarchy, so every process Slurm tracks is there.
-PROCS_CONTROLLERS = ("freezer", *CPU_CONTROLLERS, "memory", "cpuset", "pids", "devices")
 
 
 @dataclass

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import re
 
-from clusterwatch.jobs.discovery import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
 from clusterwatch.jobs.file_reader import ErrorCounts
+from clusterwatch.jobs.layout import SLURM_JOB_DIR, SLURMSTEPD, JobCgroup, subdirectories
 
 _SCOPE = re.compile(r"(?:.+_)?slurmstepd\.scope")
 _SCOPE_PARENTS = ("system.slice", "")
