@@ -58,8 +58,9 @@ CHILD = textwrap.dedent(
 )
 
 
-def run_killed_at(app: Path, host: Host, kill_at: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CHILD, str(kill_at), str(app), *host.args()],
+def run_killed_at(program: Path, host: Host, kill_at: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CHILD, str(kill_at), str(program),
+                           *host.args()],
                           capture_output=True, text=True, timeout=60, check=False)
 
 

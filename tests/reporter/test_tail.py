@@ -77,7 +77,8 @@ def test_it_finishes_a_renamed_file_before_reading_the_new_one(log: Path) -> Non
     append(log, line(3))
     data, saved, info = run(log, saved)
     assert data == line(2) + line(3)
-    assert info == {"bytes": len(line(2) + line(3)), "rotated": True, "truncated": False}
+    assert info == {"bytes": len(line(2) + line(3)), "rotated": True, "truncated": False,
+                    "rotated_files": 1}
     append(log, line(4))
     data, new_saved, info = run(log, saved)
     assert data == line(4)
@@ -160,8 +161,10 @@ def test_it_reports_lost_lines_when_the_rotated_file_is_gone(log: Path) -> None:
     assert data == line(3)
     assert info["rotated"] is True
     assert info["error"] == (
-        f"rotated file not found: lines after byte {saved['offset']} of the previous file are lost"
+        f"rotated file not found: lines after byte {saved['offset']} of the previous file are "
+        "lost (how many is unknown: the file is gone)"
     )
+    assert info["lost_bytes"] is None
     assert new_saved["offset"] == len(line(3))
 
 
@@ -180,9 +183,9 @@ def test_it_does_not_report_lost_lines_of_a_log_that_was_empty(tmp_path: Path) -
 
 
 def test_it_skips_a_damaged_compressed_candidate(log: Path) -> None:
+    log.with_name(log.name + ".1.gz").write_bytes(b"\x1f\x8b not really gzip")
     _, saved, _ = run(log, None)
     append(log, line(2))
-    log.with_name(log.name + ".1.gz").write_bytes(b"\x1f\x8b not really gzip")
     rotated = log.with_name(log.name + "-20261002")
     log.rename(rotated)
     gzip_file(rotated, log.with_name(rotated.name + ".gz"))
@@ -230,7 +233,7 @@ def test_it_resumes_a_capped_rotated_file_before_the_new_one(log: Path) -> None:
         got.append(data)
         infos.append(info)
     assert b"".join(got) == old + new
-    assert infos[0] == {"bytes": 162, "rotated": True, "truncated": True}
+    assert infos[0] == {"bytes": 162, "rotated": True, "truncated": True, "rotated_files": 1}
     assert infos[-1] == {"bytes": 0, "rotated": False, "truncated": False}
 
 
@@ -262,7 +265,7 @@ def test_it_keeps_the_position_when_the_log_is_missing(log: Path) -> None:
 def test_it_reads_from_the_start_a_log_that_was_absent_on_the_first_run(tmp_path: Path) -> None:
     path = tmp_path / "panda-submitter.log"
     _, saved, info = run(path, None)
-    assert saved == {"offset": 0}
+    assert saved == {"offset": 0, "known": []}
     assert "No such file" in info["error"]
     append(path, line(1))
     data, saved, info = run(path, saved)
@@ -373,3 +376,173 @@ def test_it_never_loses_or_repeats_a_line_across_rotations(tmp_path: Path, seed:
             break
     expected = b"".join(written)
     assert b"".join(got) == expected
+
+
+# Several rotations between two runs (issue 9, defect 2): every generation newer than the
+# saved position is read, oldest first, before the live log; when the file read last is gone,
+# the info says what was lost and why.
+
+
+def test_it_reads_every_numbered_generation_after_two_rotations(log: Path) -> None:
+    _, saved, _ = run(log, None)
+    append(log, line(2))
+    log.rename(log.with_name(log.name + ".1"))  # rotation 1 (RotatingFileHandler)
+    append(log, line(3))
+    one = log.with_name(log.name + ".1")
+    one.rename(log.with_name(log.name + ".2"))  # rotation 2, then logrotate's compress
+    gzip_file(log.with_name(log.name + ".2"), log.with_name(log.name + ".2.gz"))
+    log.rename(one)
+    append(log, line(4))
+    data, saved, info = run(log, saved)
+    assert data == line(2) + line(3) + line(4)
+    assert info == {"bytes": len(data), "rotated": True, "truncated": False,
+                    "rotated_files": 2}
+    append(log, line(5))
+    assert run(log, saved)[0] == line(5)
+
+
+def test_it_reads_every_dated_generation_after_two_rotations(log: Path) -> None:
+    old = log.with_name(log.name + "-20260930")
+    old.write_bytes(line(90) + line(91))  # an older day: never read again
+    gzip_file(old, log.with_name(old.name + ".gz"))
+    _, saved, _ = run(log, None)
+    append(log, line(2))
+    first = log.with_name(log.name + "-20261001")
+    log.rename(first)
+    gzip_file(first, log.with_name(first.name + ".gz"))
+    append(log, line(3))
+    log.rename(log.with_name(log.name + "-20261002"))  # delaycompress: still plain
+    append(log, line(4))
+    data, _, info = run(log, saved)
+    assert data == line(2) + line(3) + line(4)
+    assert info["rotated_files"] == 2 and "error" not in info
+
+
+def test_it_reads_the_newer_generation_when_the_file_read_last_is_gone(log: Path) -> None:
+    """`rotate 1`, rotated twice: the file read last was deleted; the one after it is read
+    whole, and the info says what was lost and why."""
+    _, saved, _ = run(log, None)
+    append(log, line(2) + b"2026-10-02 18:20:59,000 a line still being writ")
+    one = log.with_name(log.name + ".1")
+    _, saved, _ = run(log, saved)  # the partial line waits in the file
+    log.rename(one)
+    append(log, line(3))
+    one.unlink()
+    log.rename(one)
+    append(log, line(4))
+    data, _, info = run(log, saved)
+    assert data == line(3) + line(4)
+    assert info["rotated"] is True and info["rotated_files"] == 1
+    assert info["lost_bytes"] is None  # what the deleted file got after the last run: unknown
+    assert info["error"] == (
+        f"rotated file not found: lines after byte {saved['offset']} of the previous file "
+        f"are lost (at least {len(b'2026-10-02 18:20:59,000 a line still being writ')} bytes; "
+        "the rest it got after the last run is unknown)")
+
+
+def test_it_resumes_a_capped_generation_before_the_newer_ones(log: Path) -> None:
+    _, saved, _ = run(log, None)
+    old = b"".join(line(n) for n in range(2, 6))
+    append(log, old)
+    log.rename(log.with_name(log.name + ".1"))
+    middle = b"".join(line(n) for n in range(6, 9))
+    append(log, middle)
+    log.with_name(log.name + ".1").rename(log.with_name(log.name + ".2"))
+    log.rename(log.with_name(log.name + ".1"))
+    new = line(9)
+    append(log, new)
+    got = []
+    for _ in range(10):
+        data, saved, info = run(log, saved, max_bytes=170)
+        got.append(data)
+        assert "error" not in info
+    assert b"".join(got) == old + middle + new
+
+
+def test_it_says_how_much_a_damaged_newer_generation_lost(log: Path) -> None:
+    _, saved, _ = run(log, None)
+    append(log, line(2))
+    log.rename(log.with_name(log.name + ".2"))
+    damaged = log.with_name(log.name + ".1.gz")
+    with gzip.open(damaged, "wb") as out:
+        out.write(line(3) * 2000)
+    damaged.write_bytes(damaged.read_bytes()[:200])  # cut short: the stream ends early
+    append(log, line(4))
+    data, _, info = run(log, saved)
+    assert data == line(2) + line(4)
+    assert info["lost_bytes"] is None  # how much a damaged compressed file held: unknown
+    assert info["error"].startswith(f"cannot read {damaged}: ")
+    assert info["rotated_files"] == 1
+
+
+# Any number of rotations between runs, in every common way, at random points, with partial
+# lines and caps: the chunks are exactly the complete lines written after the first run.
+
+
+def _rotate_keeping(path: Path, how: str, day: list[int]) -> None:
+    """One rotation that keeps the older generations (numbered ones move up by one)."""
+    if how == "dateext":
+        day[0] += 1
+        dated = path.with_name(f"{path.name}-202610{day[0]:02d}")
+        path.rename(dated)
+        if day[0] % 2:
+            gzip_file(dated, path.with_name(dated.name + ".gz"))
+        path.touch()
+        return
+    numbered = sorted((p for p in path.parent.iterdir()
+                       if p.name.startswith(path.name + ".")),
+                      key=lambda p: -int(p.name[len(path.name) + 1:].split(".")[0]))
+    for older in numbered:  # NAME.N[.gz] -> NAME.N+1[.gz], oldest first
+        n, _, ext = older.name[len(path.name) + 1:].partition(".")
+        older.rename(path.with_name(f"{path.name}.{int(n) + 1}" + (f".{ext}" if ext else "")))
+    one = path.with_name(path.name + ".1")
+    if how == "copytruncate":
+        shutil.copyfile(path, one)
+        os.truncate(path, 0)
+    else:
+        path.rename(one)
+        path.touch()
+    two = path.with_name(path.name + ".2")
+    if how == "delaycompress" and two.exists():
+        gzip_file(two, path.with_name(two.name + ".gz"))
+    elif how == "compress":
+        gzip_file(one, path.with_name(one.name + ".gz"))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_it_never_loses_or_repeats_a_line_across_many_rotations(tmp_path: Path,
+                                                                seed: int) -> None:
+    rnd = random.Random(seed)
+    path = tmp_path / "panda-job_fetcher.log"
+    append(path, line(0))
+    _, saved, _ = run(path, None)
+    how = rnd.choice(["handler", "compress", "delaycompress", "dateext", "copytruncate"])
+    written: list[bytes] = []
+    got: list[bytes] = []
+    day = [0]
+    n = 1
+    cap = rnd.choice([64 * 1024 * 1024, 250, 1000])
+    for _ in range(40):
+        action = rnd.random()
+        if action < 0.5:
+            for _ in range(rnd.randint(1, 6)):
+                data = line(n, rnd.randint(40, 120))
+                n += 1
+                written.append(data)
+                append(path, data)
+        elif action < 0.75:
+            for _ in range(rnd.randint(1, 3)):  # several rotations before the next run
+                _rotate_keeping(path, how, day)
+                append(path, line(n))
+                written.append(line(n))
+                n += 1
+        else:
+            data, saved, info = run(path, saved, max_bytes=cap)
+            assert "error" not in info, (how, info)
+            got.append(data)
+    for _ in range(400):
+        data, saved, info = run(path, saved, max_bytes=cap)
+        got.append(data)
+        if not info["truncated"]:
+            break
+    assert b"".join(got) == b"".join(written), how

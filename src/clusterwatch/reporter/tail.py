@@ -6,68 +6,49 @@ of its first bytes), because an inode alone is not an identity: logrotate's `com
 the rotated file a new inode (NAME.1 -> NAME.1.gz) and the freed inode is often reused by the
 new log.
 
-saved = {"dev", "inode", "offset", "fp", "fp_len", "mtime_ns"}: the file being read, the position
-after the last complete line delivered, the hash and length of its first (up to 256) bytes and
-its modification time; {"offset": 0} alone means "the log did not exist at the previous run:
-read whatever appears from the start". Plain JSON types only.
+saved = {"dev", "inode", "offset", "fp", "fp_len", "mtime_ns", "size", "known"}: the file
+being read, the position after the last complete line delivered, the hash and length of its
+first (up to 256) bytes, its modification time and size, and the identities of the log's
+rotated generations that are read or older (see log_generations). {"offset": 0} (with
+"known") means "the log did not exist at the previous run: read whatever appears from the
+start". Plain JSON types only.
+
+When the log was rotated since (a new inode, a different head, a size below the offset), the
+log may have been rotated more than once: the rest of the file read last is read, then every
+generation the previous run did not know, oldest first, then the live log from its start.
+When the file read last cannot be found, the info says what was lost and why.
 """
 
 # typing.List/Dict/Tuple rather than list[...]: the reporter must run on Python 3.6.
 
-import bz2
-import gzip
-import hashlib
 import os
-import re
-import zlib
-from typing import IO, Any, Dict, List, Optional, Tuple, Type, cast
+from typing import IO, Any, Dict, List, Optional, Tuple
 
-_LZMA_ERRORS: Tuple[Type[BaseException], ...] = ()
-try:  # a Python built without liblzma still reads plain, .gz and .bz2 logs
-    import lzma
-
-    _LZMA_ERRORS = (lzma.LZMAError,)
-except ImportError:  # pragma: no cover - depends on the interpreter build
-    lzma = None  # type: ignore[assignment]
+from clusterwatch.reporter.log_generations import (
+    FINGERPRINT_BYTES,
+    READ_ERRORS,
+    Generation,
+    candidates,
+    fingerprint,
+    generations,
+    head_matches,
+    identities,
+    open_any,
+    read_exact,
+    written_since,
+)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-FINGERPRINT_BYTES = 256
-_BLOCK = 1024 * 1024
+MAX_KNOWN = 1000  # generation identities kept per log: far above any rotation count
 # How far back from the end the first run looks for the last line boundary.
 _FIRST_RUN_LOOKBACK = 1024 * 1024
 
-# Errors a damaged or vanishing (compressed) file can raise while read.
-_READ_ERRORS: Tuple[Type[BaseException], ...] = (
-    OSError,
-    EOFError,
-    ValueError,
-    zlib.error,
-    *_LZMA_ERRORS,
-)
-
-# NAME.1, NAME.2.gz (logrotate, RotatingFileHandler), NAME-20261002[.gz] (logrotate dateext),
-# NAME.2026-10-02_18 (TimedRotatingFileHandler, panda-common rotating_policy=time).
-_ROTATED_SUFFIX = r"[.-]\d[\d_-]*(?:\.gz|\.bz2|\.xz)?"
+Info = Dict[str, Any]
+Read = Tuple[List[bytes], Dict[str, Any], Info]
 
 
-def _info(nbytes: int = 0, rotated: bool = False, truncated: bool = False) -> Dict[str, Any]:
+def _info(nbytes: int = 0, rotated: bool = False, truncated: bool = False) -> Info:
     return {"bytes": nbytes, "rotated": rotated, "truncated": truncated}
-
-
-def _fingerprint(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_exact(f: IO[bytes], n: int) -> bytes:
-    """Read n bytes, or fewer only at end of file (compressed streams return short reads)."""
-    parts = []  # type: List[bytes]
-    while n > 0:
-        part = f.read(min(n, _BLOCK))
-        if not part:
-            break
-        parts.append(part)
-        n -= len(part)
-    return b"".join(parts)
 
 
 def _valid_saved(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -78,7 +59,7 @@ def _valid_saved(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         return None
     if "inode" not in saved:
-        return {"offset": 0}
+        return {"offset": 0, "known": saved.get("known")}
     for key in ("dev", "inode", "fp_len"):
         value = saved.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -95,23 +76,21 @@ def is_position(saved: Any) -> bool:
     return saved == {} or _valid_saved(saved) is not None
 
 
-def _state(f: IO[bytes], st: os.stat_result, offset: int) -> Dict[str, Any]:
+def _state(f: IO[bytes], st: os.stat_result, offset: int, known: Any) -> Dict[str, Any]:
     f.seek(0)
     head = f.read(FINGERPRINT_BYTES)
-    return {
+    state = {
         "dev": st.st_dev,
         "inode": st.st_ino,
         "offset": offset,
-        "fp": _fingerprint(head),
+        "fp": fingerprint(head),
         "fp_len": len(head),
         "mtime_ns": st.st_mtime_ns,
+        "size": st.st_size,
     }
-
-
-def _head_matches(f: IO[bytes], saved: Dict[str, Any]) -> bool:
-    f.seek(0)
-    head = _read_exact(f, saved["fp_len"])
-    return len(head) == saved["fp_len"] and _fingerprint(head) == str(saved["fp"])
+    if isinstance(known, list):
+        state["known"] = known[-MAX_KNOWN:]
+    return state
 
 
 def _is_same_file(path: str, f: IO[bytes], st: os.stat_result, saved: Dict[str, Any]) -> bool:
@@ -120,7 +99,7 @@ def _is_same_file(path: str, f: IO[bytes], st: os.stat_result, saved: Dict[str, 
         st.st_dev == saved["dev"]
         and st.st_ino == saved["inode"]
         and st.st_size >= saved["offset"]
-        and _head_matches(f, saved)
+        and head_matches(f, saved)
     ):
         return False
     if saved["fp_len"] >= FINGERPRINT_BYTES:
@@ -128,13 +107,14 @@ def _is_same_file(path: str, f: IO[bytes], st: os.stat_result, saved: Dict[str, 
     # A short head ("2026-10-02 18:2", or nothing) is shared by every log of the day: a
     # rotated file with that head written since the last run means this file is a new one
     # that got the inode back (or a copytruncate), not the old one grown.
-    for candidate, same_inode, cst in _candidates(path, saved):
-        if not same_inode and _written_since(cst, saved, strict=True):
+    for generation in candidates(generations(path), saved):
+        same_inode = (generation.st.st_dev, generation.st.st_ino) == (st.st_dev, st.st_ino)
+        if not same_inode and written_since(generation.st, saved, strict=True):
             try:
-                with _open_any(candidate) as rotated:
-                    if _head_matches(rotated, saved):
+                with open_any(generation.path) as rotated:
+                    if head_matches(rotated, saved):
                         return False
-            except _READ_ERRORS:
+            except READ_ERRORS:
                 continue  # unreadable: cannot be the file we read
     return True
 
@@ -143,7 +123,7 @@ def _last_line_end(f: IO[bytes], size: int) -> int:
     """Offset just after the last newline, so a line still being written is read next run."""
     start = max(0, size - _FIRST_RUN_LOOKBACK)
     f.seek(start)
-    tail = _read_exact(f, size - start)
+    tail = read_exact(f, size - start)
     cut = tail.rfind(b"\n")
     if cut >= 0:
         return start + cut + 1
@@ -162,7 +142,7 @@ def _take_lines(
     A line longer than a whole run's cap (may_split) is split at the cap so that the reader
     always moves on; a shorter one that does not fit the rest of a budget waits for next run.
     """
-    data = _read_exact(f, budget + 1)
+    data = read_exact(f, budget + 1)
     cap_hit = len(data) > budget
     if cap_hit:
         data = data[:budget]
@@ -178,60 +158,6 @@ def _take_lines(
     return None, 0, cap_hit
 
 
-def _candidates(path: str, saved: Dict[str, Any]) -> List[Tuple[str, bool, os.stat_result]]:
-    """Rotated siblings of path that may be the file last read, as (path, has the saved
-    inode, stat): the one with the saved inode first, then newest first.
-
-    When the file was shorter than a full fingerprint at the last run, its head does not set
-    it apart from older rotated logs of the same day; then only its inode or a modification
-    since the last run (older rotated files were last written before it was created or
-    truncated) can point at it.
-    """
-    directory = os.path.dirname(path) or "."
-    pattern = re.compile(re.escape(os.path.basename(path)) + _ROTATED_SUFFIX + r"\Z")
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    ranked = []  # type: List[Tuple[bool, int, str, os.stat_result]]
-    for name in names:
-        if not pattern.match(name):
-            continue
-        full = os.path.join(directory, name)
-        try:
-            st = os.stat(full)
-        except OSError:
-            continue
-        same_inode = (st.st_dev, st.st_ino) == (saved["dev"], saved["inode"])
-        weak = saved["fp_len"] < FINGERPRINT_BYTES
-        # An empty file is only ours if written since; with a head, gzip may have kept the
-        # mtime of the last run.
-        if weak and not same_inode and not _written_since(st, saved, saved["fp_len"] == 0):
-            continue
-        ranked.append((not same_inode, -st.st_mtime_ns, full, st))
-    ranked.sort(key=lambda r: (r[0], r[1], r[2]))
-    return [(full, not other, st) for other, _, full, st in ranked]
-
-
-def _written_since(st: os.stat_result, saved: Dict[str, Any], strict: bool) -> bool:
-    mtime_ns = saved.get("mtime_ns")
-    if not isinstance(mtime_ns, int) or st.st_size == 0:
-        return False
-    return st.st_mtime_ns > mtime_ns if strict else st.st_mtime_ns >= mtime_ns
-
-
-def _open_any(path: str) -> IO[bytes]:
-    if path.endswith(".gz"):
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    if path.endswith(".bz2"):
-        return cast(IO[bytes], bz2.open(path, "rb"))
-    if path.endswith(".xz"):
-        if lzma is None:  # pragma: no cover - depends on the interpreter build
-            raise OSError("no lzma support in this Python")
-        return cast(IO[bytes], lzma.open(path, "rb"))
-    return open(path, "rb")
-
-
 def _seek_within(f: IO[bytes], offset: int) -> bool:
     """Move to offset; False if the file is shorter (compressed streams seek by reading)."""
     if offset == 0:
@@ -241,34 +167,26 @@ def _seek_within(f: IO[bytes], offset: int) -> bool:
     return f.read(1) != b""
 
 
-def _finish_rotated(
-    path: str, saved: Dict[str, Any], budget: int, max_bytes: int
-) -> Optional[Tuple[Optional[bytes], int, Optional[Dict[str, Any]]]]:
-    """Read the rest of the file last read, now rotated away; None if it cannot be found.
-
-    Returns (chunk, bytes consumed, where to resume it if the cap stopped the read).
-    """
-    for candidate, _, st in _candidates(path, saved):
+def _locate(found: List[Generation], saved: Dict[str, Any]) -> Optional[Generation]:
+    """The generation that is the file last read (its head, and at least `offset` bytes)."""
+    for generation in candidates(found, saved):
         try:
-            with _open_any(candidate) as f:
-                if not _head_matches(f, saved):
-                    continue
-                if not _seek_within(f, saved["offset"]):
-                    continue  # same first bytes, but not the file we had read this far
-                chunk, used, cap_hit = _take_lines(
-                    f, budget, final=True, may_split=budget == max_bytes
-                )
-                resume = _state(f, st, saved["offset"] + used) if cap_hit else None
-                return chunk, used, resume
-        except _READ_ERRORS:
+            with open_any(generation.path) as f:
+                if head_matches(f, saved) and _seek_within(f, saved["offset"]):
+                    return generation
+        except READ_ERRORS:
             continue  # unreadable or damaged: look at the other candidates
     return None
 
 
-def read_new(
-    path: str, saved: Optional[Dict[str, Any]], max_bytes: int = DEFAULT_MAX_BYTES
-) -> Tuple[List[bytes], Dict[str, Any], Dict[str, Any]]:
-    """Complete lines appended to path since `saved`: (chunks, new_saved, info). Never raises."""
+def read_new(path: str, saved: Optional[Dict[str, Any]],
+             max_bytes: int = DEFAULT_MAX_BYTES) -> Read:
+    """Complete lines appended to path since `saved`: (chunks, new_saved, info). Never raises.
+
+    info: `bytes` read, `rotated`, `truncated` (the cap stopped the run: the rest waits),
+    `first_run`; after a rotation `rotated_files` (rotated generations read from); `error`
+    and `lost_bytes` (None when unknown) when lines could not be read.
+    """
     previous = _valid_saved(saved)
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed on every path below
@@ -277,13 +195,13 @@ def read_new(
         info["error"] = f"cannot open {path}: {exc.strerror or type(exc).__name__}"
         if previous is None and isinstance(exc, FileNotFoundError):
             # Absent at the first run: lines it gets later are all new (not skipped as the
-            # replaced reporter did).
-            return [], {"offset": 0}, info
+            # replaced reporter did), and so are generations rotated from it meanwhile.
+            return [], {"offset": 0, "known": _known(generations(path), {})}, info
         return [], _copy(saved), info
     try:
         with f:
             return _read_open(path, f, previous, max(1, max_bytes))
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         info = _info()
         info["error"] = f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
         return [], _copy(saved), info
@@ -293,48 +211,133 @@ def _copy(saved: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return dict(saved) if isinstance(saved, dict) else {}
 
 
-def _read_open(
-    path: str, f: IO[bytes], previous: Optional[Dict[str, Any]], max_bytes: int
-) -> Tuple[List[bytes], Dict[str, Any], Dict[str, Any]]:
+def _known(found: List[Generation], cache: Dict[str, str]) -> List[str]:
+    return sorted(set(identities(found, cache).values()))
+
+
+def _read_open(path: str, f: IO[bytes], previous: Optional[Dict[str, Any]],
+               max_bytes: int) -> Read:
     st = os.fstat(f.fileno())
     if previous is None:
         info = _info()
         info["first_run"] = True
-        return [], _state(f, st, _last_line_end(f, st.st_size)), info
+        known = _known(generations(path), {})
+        return [], _state(f, st, _last_line_end(f, st.st_size), known), info
+    if "inode" in previous and _is_same_file(path, f, st, previous):
+        known = previous.get("known")
+        if not isinstance(known, list):  # a state from before generations were known
+            known = _known(generations(path), {})
+        start = previous["offset"]
+        f.seek(start)
+        chunk, used, cap_hit = _take_lines(f, max_bytes, final=False, may_split=True)
+        return ([chunk] if chunk else []), _state(f, st, start + used, known), _info(
+            used, False, cap_hit)
+    return _RotatedRead(path, f, st, previous, max_bytes).run()
 
-    chunks = []  # type: List[bytes]
-    budget = max_bytes
-    consumed = 0
-    rotated = False
-    error = None  # type: Optional[str]
-    start = 0
-    if "inode" in previous:
-        if _is_same_file(path, f, st, previous):
-            start = previous["offset"]
+
+class _RotatedRead(object):
+    """One run's read of a log rotated since the last run (or absent at it)."""
+
+    def __init__(self, path: str, f: IO[bytes], st: os.stat_result,
+                 previous: Dict[str, Any], max_bytes: int) -> None:
+        self.path, self.f, self.st, self.previous = path, f, st, previous
+        self.max_bytes = budget = max_bytes
+        self.budget = budget
+        self.chunks = []  # type: List[bytes]
+        self.files = 0
+        self.errors = []  # type: List[str]
+        self.lost = 0  # type: Optional[int]
+        self.cache = {}  # type: Dict[str, str]
+        self.found = generations(path)
+        self.ids = identities(self.found, self.cache)
+
+    def run(self) -> Read:
+        pieces = self._pieces()
+        for n, (generation, start) in enumerate(pieces):
+            resume = self._read(generation, start)
+            if resume is not None:
+                # The cap stopped the run inside a rotated file: next run resumes it, then
+                # reads the generations after it (not known yet), then the live log.
+                waiting = set(self.ids[g.path] for g, _ in pieces[n + 1:])
+                known = sorted(set(self.ids.values()) - waiting)
+                return self.chunks, dict(resume, known=known[-MAX_KNOWN:]), self._info(True)
+        self.f.seek(0)
+        may_split = self.budget == self.max_bytes
+        chunk, used, cap_hit = _take_lines(self.f, self.budget, final=False,
+                                           may_split=may_split)
+        self._took(chunk, used)
+        state = _state(self.f, self.st, used, sorted(set(self.ids.values())))
+        return self.chunks, state, self._info(cap_hit)
+
+    def _pieces(self) -> List[Tuple[Generation, int]]:
+        """(generation, where to start) to read before the live log, in order."""
+        previous = self.previous
+        pieces = []  # type: List[Tuple[Generation, int]]
+        last = None  # type: Optional[Generation]
+        if "inode" in previous:
+            last = _locate(self.found, previous)
+            if last is not None:
+                pieces.append((last, previous["offset"]))
+            elif previous["fp_len"] > 0:
+                self._lost_file()
+        known = previous.get("known")
+        if isinstance(known, list):
+            newer = [g for g in self.found if self.ids[g.path] not in set(known)]
+        elif last is not None:  # a state from before generations were known: by order
+            newer = self.found[self.found.index(last) + 1:]
         else:
-            rotated = True
-            found = _finish_rotated(path, previous, budget, max_bytes)
-            if found is None and previous["fp_len"] > 0:
-                error = (
-                    f"rotated file not found: lines after byte {previous['offset']} "
-                    "of the previous file are lost"
-                )
-            elif found is not None:
-                chunk, used, resume = found
-                if chunk is not None:
-                    chunks.append(chunk)
-                consumed += used
-                budget -= used
-                if resume is not None:
-                    # Resume the rotated file next run; the new one waits its turn.
-                    return chunks, resume, _info(consumed, True, True)
+            newer = []
+        seen = set(self.ids[g.path] for g, _ in pieces)
+        for generation in newer:
+            if self.ids[generation.path] not in seen:  # a plain file and its .gz copy
+                seen.add(self.ids[generation.path])
+                pieces.append((generation, 0))
+        return pieces
 
-    f.seek(start)
-    chunk, used, cap_hit = _take_lines(f, budget, final=False, may_split=budget == max_bytes)
-    if chunk is not None:
-        chunks.append(chunk)
-    consumed += used
-    info = _info(consumed, rotated, cap_hit)
-    if error is not None:
-        info["error"] = error
-    return chunks, _state(f, st, start + used), info
+    def _read(self, generation: Generation, start: int) -> Optional[Dict[str, Any]]:
+        """Read one rotated generation from `start`; its resume state if the cap hit."""
+        may_split = self.budget == self.max_bytes
+        try:
+            with open_any(generation.path) as g:
+                if not _seek_within(g, start):
+                    raise EOFError("shorter than the {} bytes read from it".format(start))
+                chunk, used, cap_hit = _take_lines(g, self.budget, final=True,
+                                                   may_split=may_split)
+                resume = _state(g, generation.st, start + used, None) if cap_hit else None
+        except READ_ERRORS as exc:
+            self.errors.append("cannot read {}: {}".format(
+                generation.path, getattr(exc, "strerror", None) or exc))
+            if generation.compressed or self.lost is None:
+                self.lost = None  # how much a damaged compressed file held is unknown
+            else:
+                self.lost += max(0, generation.st.st_size - start)
+            return None
+        self.files += 1
+        self._took(chunk, used)
+        return resume
+
+    def _took(self, chunk: Optional[bytes], used: int) -> None:
+        if chunk is not None:
+            self.chunks.append(chunk)
+        self.budget -= used
+
+    def _lost_file(self) -> None:
+        previous = self.previous
+        offset = previous["offset"]
+        size = previous.get("size")
+        unread = size - offset if isinstance(size, int) and size > offset else 0
+        self.lost = None  # what the file got after the last run is gone with it
+        how_many = ("at least {} bytes; the rest it got after the last run is unknown".format(
+            unread) if unread else "how many is unknown: the file is gone")
+        self.errors.append("rotated file not found: lines after byte {} of the previous file "
+                           "are lost ({})".format(offset, how_many))
+
+    def _info(self, truncated: bool) -> Info:
+        info = _info(self.max_bytes - self.budget, "inode" in self.previous or self.files > 0,
+                     truncated)
+        if info["rotated"]:
+            info["rotated_files"] = self.files
+        if self.errors:
+            info["error"] = "; ".join(self.errors)
+            info["lost_bytes"] = self.lost
+        return info
