@@ -116,6 +116,22 @@ def raise_open_files_limit() -> int:
     return open_files_limit()
 
 
+class HeldFile:
+    """One file held open: its descriptor, the collection that last read it, and the serial
+    number of its opening.
+
+    Mutable, with slots rather than a NamedTuple or a frozen dataclass: every read marks its
+    entry in place (`generation`), on the exporter's hot path, where building a new record
+    per file per collection would cost more than the read."""
+
+    __slots__ = ("fd", "generation", "serial")
+
+    def __init__(self, fd: int, generation: int, serial: int) -> None:
+        self.fd = fd
+        self.generation = generation  # the last collection that read it (see sweep)
+        self.serial = serial  # unchanged while reads reach the same process or cgroup
+
+
 class HeldFiles:
     """Files kept open between collections and re-read with `pread`, by path.
 
@@ -130,9 +146,9 @@ class HeldFiles:
         if max_open is None:
             max_open = min(HELD_FILES_MAX, open_files_limit() - RESERVED_FDS)
         self.max_open = max(0, max_open)
-        # path -> [fd, generation last read, serial]; FileReader reads it directly (its hot
-        # path), marking each entry read with `generation`.
-        self.entries: dict[str, list[int]] = {}
+        # path -> its held file; FileReader and ProcReader read it directly (their hot
+        # paths), marking each entry read with `generation`.
+        self.entries: dict[str, HeldFile] = {}
         self.generation = 0
         self._serial = 0
 
@@ -143,9 +159,9 @@ class HeldFiles:
         """The file's bytes now; OSError as a plain read would raise it."""
         entry = self.entries.get(path)
         if entry is not None:
-            entry[1] = self.generation
+            entry.generation = self.generation
             try:
-                return _pread_all(entry[0])
+                return _pread_all(entry.fd)
             except OSError as exc:
                 if exc.errno not in _STALE:
                     raise
@@ -161,9 +177,9 @@ class HeldFiles:
         (O_PATH)."""
         entry = self.entries.get(path)
         if entry is not None:
-            entry[1] = self.generation
+            entry.generation = self.generation
             try:
-                return os.fstat(entry[0])
+                return os.fstat(entry.fd)
             except OSError as exc:
                 if exc.errno not in _STALE:
                     raise
@@ -176,19 +192,19 @@ class HeldFiles:
     def serial(self, path: str) -> Optional[int]:
         """The serial number of the held file at `path`; None when it is not held."""
         entry = self.entries.get(path)
-        return None if entry is None else entry[2]
+        return None if entry is None else entry.serial
 
     def release(self, path: str, _close: Callable[[int], None] = os.close) -> None:
         """Close the held file at `path`, if any: the next read opens the path again."""
         entry = self.entries.pop(path, None)
         if entry is not None:
             with contextlib.suppress(OSError):
-                _close(entry[0])  # bound early: also from __del__ at interpreter exit
+                _close(entry.fd)  # bound early: also from __del__ at interpreter exit
 
     def sweep(self) -> None:
         """End of a collection: close the files it did not read."""
         generation = self.generation
-        stale = [path for path, entry in self.entries.items() if entry[1] != generation]
+        stale = [path for path, entry in self.entries.items() if entry.generation != generation]
         for path in stale:
             self.release(path)
         self.generation = generation + 1
@@ -218,7 +234,7 @@ class HeldFiles:
                         exc.strerror, self.max_open)
             return None
         self._serial += 1
-        self.entries[path] = [fd, self.generation, self._serial]
+        self.entries[path] = HeldFile(fd, self.generation, self._serial)
         return fd
 
 
@@ -271,9 +287,9 @@ class FileReader:
         if held is not None:  # the hot path, HeldFiles.read's first half inline
             entry = held.entries.get(path)
             if entry is not None:
-                entry[1] = held.generation
+                entry.generation = held.generation
                 try:
-                    data = os.pread(entry[0], _CHUNK, 0)
+                    data = os.pread(entry.fd, _CHUNK, 0)
                     if len(data) < _CHUNK:
                         return data.decode("ascii", "replace")
                 except OSError:
@@ -310,9 +326,9 @@ class FileReader:
         if held is not None:
             entry = held.entries.get(path)
             if entry is not None:
-                entry[1] = held.generation
+                entry.generation = held.generation
                 try:
-                    data = os.pread(entry[0], _CHUNK, 0)
+                    data = os.pread(entry.fd, _CHUNK, 0)
                     if len(data) < _CHUNK:
                         return data
                 except OSError:
@@ -346,9 +362,9 @@ class FileReader:
         if held is not None:
             entry = held.entries.get(path)
             if entry is not None:
-                entry[1] = held.generation
+                entry.generation = held.generation
                 try:
-                    return os.fstat(entry[0])
+                    return os.fstat(entry.fd)
                 except OSError:
                     pass
         try:

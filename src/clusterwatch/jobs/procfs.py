@@ -169,17 +169,17 @@ class ProcReader:
             known = known_processes.get(pid)
             statm = entries.get(base + "/statm")
             io = entries.get(base + "/io")
-            fd = entries.get(base + "/fd")
+            fds = entries.get(base + "/fd")
             task = entries.get(base + "/task")
-            if (known is None or known.daemon or statm is None or io is None or fd is None
-                    or task is None or known.serial != statm[2]):
+            if (known is None or known.daemon or statm is None or io is None or fds is None
+                    or task is None or known.serial != statm.serial):
                 process = self.sample(pid, daemon_comm)
             else:
                 try:
-                    rss_pages = int(pread(statm[0], 4096, 0).split(None, 2)[1])
-                    io_fields = pread(io[0], 4096, 0).split()
-                    threads = fstat(task[0]).st_nlink - 2
-                    open_files = fstat(fd[0]).st_size
+                    rss_pages = int(pread(statm.fd, 4096, 0).split(None, 2)[1])
+                    io_fields = pread(io.fd, 4096, 0).split()
+                    threads = fstat(task.fd).st_nlink - 2
+                    open_files = fstat(fds.fd).st_size
                     if io_fields[4:12:2] != _IO_KEYS or not open_files:
                         raise ValueError("not the common case")
                     counters = IoCounters(int(io_fields[9]), int(io_fields[11]),
@@ -190,7 +190,7 @@ class ProcReader:
                 except (OSError, ValueError, IndexError):
                     process = self.sample(pid, daemon_comm)  # says what went wrong
                 else:
-                    statm[1] = io[1] = fd[1] = task[1] = generation
+                    statm.generation = io.generation = fds.generation = task.generation = generation
                     found.append(ProcessSample(pid, known.starttime, threads,
                                                rss_pages * PAGE_SIZE, counters, open_files))
                     continue
