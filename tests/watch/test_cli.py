@@ -514,6 +514,6 @@ def test_it_leaves_a_corrupt_state_file_alone_in_status(pool: Pool, capsys) -> N
     (pool.state_dir / "state.json").write_bytes(corrupt)
     status, out, err = cli(capsys, *watch(pool, "status"))
     assert status == 1 and out == ""
-    assert "is unreadable" in err and "the next poll moves it aside" in err
+    assert "is damaged" in err and "the next poll moves it aside" in err
     assert (pool.state_dir / "state.json").read_bytes() == corrupt
     assert not list(pool.state_dir.glob("state.json.corrupt-*"))

@@ -311,7 +311,7 @@ def test_it_moves_a_corrupt_state_file_aside_and_keeps_watching(pool: Pool, capl
     with caplog.at_level(logging.ERROR):
         pool.poll(T0)
     assert list(pool.state_dir.glob("state.json.corrupt-*"))
-    assert "unreadable" in caplog.text
+    assert "was damaged (not valid JSON" in caplog.text
     assert state.load(pool.state_dir).last_poll["t"] == T0
 
 
@@ -357,3 +357,28 @@ def test_it_reports_the_last_poll_with_every_source_answering(pool: Pool) -> Non
     assert f"clusterwatch_watch_last_poll_timestamp_seconds {T0 + 60!r}" in text
     assert f"clusterwatch_watch_last_successful_poll_timestamp_seconds {T0!r}" in text
     assert 'clusterwatch_watch_source_up{source="prometheus"} 0.0' in text
+
+
+@pytest.mark.parametrize("source", ["query_machines", "query_gpu_files"])
+def test_it_saves_and_delivers_when_a_source_fails_in_an_unforeseen_way(
+    pool: Pool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, source: str
+) -> None:
+    from clusterwatch.watch import poll
+
+    pool.set_machines([W1, W2])
+    pool.set_gpu_mtimes({G1: T0 - 2000, G2: T0 - 20}, T0)
+    pool.slack.enqueue(SlackResponses.server_error())
+    pool.poll(T0)  # G1's alert waits in the queue
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug nobody foresaw")
+
+    monkeypatch.setattr(poll, source, broken)
+    with caplog.at_level(logging.ERROR):
+        result = pool.poll(T0 + 60)
+    failed, other = ((result.node_error, result.gpu_error) if source == "query_machines"
+                     else (result.gpu_error, result.node_error))
+    assert failed == "internal error (RuntimeError)" and other is None
+    assert "RuntimeError" in caplog.text
+    assert state.load(pool.state_dir).last_poll["t"] == T0 + 60
+    assert any(f"ALERT gpu:{G1} (stale)" in r.json()["text"] for r in pool.slack.requests[1:])

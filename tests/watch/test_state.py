@@ -62,11 +62,45 @@ def test_it_rewrites_the_whole_file_when_reusing_the_records_encoding(tmp_path: 
     assert state.load(tmp_path).outbox.events == []
 
 
-@pytest.mark.parametrize("row", [[T0], [T0, None, None, None, "id", T0], "no list"])
-def test_it_moves_aside_a_state_with_a_malformed_row(tmp_path: Path, row: object) -> None:
-    state.save(tmp_path, sample_state())
+@pytest.mark.parametrize("row", [[T0], [T0, None, None, None, "id", T0], "no list",
+                                 [T0, "x", None, None], [True, None, None, None]])
+def test_it_resets_a_malformed_row_and_keeps_the_others(tmp_path: Path, row: object) -> None:
+    saved = sample_state()
+    state.save(tmp_path, saved)
     data = json.loads((tmp_path / state.STATE_FILE).read_bytes())
     data["targets"]["node:worker1.example.org"] = row
     (tmp_path / state.STATE_FILE).write_text(json.dumps(data))
-    assert state.load(tmp_path).records == {}
+    loaded = state.load(tmp_path)
+    assert loaded.records == {**saved.records, "node:worker1.example.org": TargetRecord()}
+    assert loaded.damage is not None and "node:worker1.example.org" in loaded.damage
     assert list(tmp_path.glob(f"{state.STATE_FILE}.corrupt-*"))
+    assert state.load(tmp_path).damage is None  # the kept state was written in its place
+
+
+def test_it_queues_kept_messages_again_for_channels_whose_positions_were_lost(
+    tmp_path: Path,
+) -> None:
+    state.save(tmp_path, sample_state())
+    raw = (tmp_path / state.STATE_FILE).read_bytes()
+    torn = raw.replace(b'"channels":{"slack":{"cursor":', b'"channels":{"slack":{"cursor"', 1)
+    (tmp_path / state.STATE_FILE).write_bytes(torn)
+    loaded = state.load(tmp_path, channel_names=["slack"])
+    assert [event.target for event in loaded.outbox.pending("slack")] == [
+        "gpu:192.0.2.10:9100"]
+    assert "queue position" in (loaded.damage or "")
+
+
+def test_it_announces_open_incidents_again_when_queued_messages_were_lost(
+    tmp_path: Path,
+) -> None:
+    saved = sample_state()
+    saved.outbox.channels["slack"].cursor = 1  # the alert was delivered
+    saved.outbox.append(T0 + 60, "recover", "node:worker1.example.org", "present", "0ddba11")
+    state.save(tmp_path, saved)
+    raw = (tmp_path / state.STATE_FILE).read_bytes()
+    (tmp_path / state.STATE_FILE).write_bytes(raw.replace(b'"action":"recover"',
+                                                          b'"action":"rec', 1))
+    loaded = state.load(tmp_path, channel_names=["slack"])
+    [again] = loaded.outbox.pending("slack")
+    assert (again.action, again.target, again.incident, again.t) == (
+        "alert", "gpu:192.0.2.10:9100", "0badcafe", T0 - 900)

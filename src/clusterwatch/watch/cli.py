@@ -25,7 +25,8 @@ Slack: CONFIG_DIR/slack_webhook holds the webhook URL alone, mode 600."""
 
 EPILOG = """\
 exit status: 0 poll done (also when it alerted), 1 a source failed (its targets were
-'unknown' this poll) or the run failed, 2 usage error, 78 configuration error."""
+'unknown' this poll), the state file was damaged (moved aside, what it held kept) or the
+run failed, 2 usage error, 78 configuration error."""
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +115,8 @@ def _poll(args: argparse.Namespace) -> int:
     result = run_poll(config, build_channels(config))
     for event in result.events:
         print(event.line())
-    return EXIT_FAILURE if (result.node_error or result.gpu_error) else EXIT_OK
+    failed = result.node_error or result.gpu_error or result.state_error
+    return EXIT_FAILURE if failed else EXIT_OK
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -171,13 +173,14 @@ def _redeliver(args: argparse.Namespace) -> int:
 
     config = _config(args)
     with state.locked(config.state_dir, config.lock_timeout_s):
-        watch_state = state.load(config.state_dir)
+        watch_state = state.load(config.state_dir,
+                                 channel_names=[channel.name for channel in config.channels])
         if args.channel and args.channel not in watch_state.outbox.channels:
             raise UsageError(f"no channel named {args.channel!r} in the state")
         count = watch_state.outbox.requeue_dead(args.channel)
         state.save(config.state_dir, watch_state)
     print(f"{count} message(s) queued again; the next poll sends them")
-    return EXIT_OK
+    return EXIT_FAILURE if watch_state.damage else EXIT_OK
 
 
 def _demo(args: argparse.Namespace) -> int:

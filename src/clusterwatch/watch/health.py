@@ -32,6 +32,10 @@ def render(watch_state: WatchState) -> str:
     gauge("clusterwatch_watch_poll_duration_seconds",
           "Time the last poll took to observe and decide (delivery excluded).",
           [("", float(poll.get("duration_s", 0)))])
+    damage = poll.get("state_damage") or {}
+    gauge("clusterwatch_watch_state_damage_timestamp_seconds",
+          "When a poll last found the state file damaged and moved it aside (0: never).",
+          [("", float(damage.get("t") or 0))])
     gauge("clusterwatch_watch_source_up",
           "1 if the source answered usably in the last poll, 0 if every target was unknown.",
           [('{source="condor_status"}', 0.0 if poll.get("node_error") else 1.0),

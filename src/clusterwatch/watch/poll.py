@@ -53,6 +53,7 @@ class PollResult:
     node_error: Optional[str] = None
     gpu_error: Optional[str] = None
     delivery: dict[str, SendResult] = field(default_factory=dict)
+    state_error: Optional[str] = None  # the state file was damaged: what was kept
 
 
 def evaluate(
@@ -136,7 +137,8 @@ def run_poll(
     gpus = read_inventory(config.config_dir / GPUS_FILE)
     started = time.monotonic()
     with state.locked(config.state_dir, config.lock_timeout_s), _collector_paused():
-        watch_state = state.load(config.state_dir)
+        watch_state = state.load(config.state_dir,
+                                 channel_names=[channel.name for channel in channels])
         now = clock()
         node_obs = _observe(
             lambda: query_machines(config.condor_status, config.condor_timeout_s),
@@ -179,6 +181,8 @@ def run_poll(
             "gpus": len(gpus),
             "transitions": len(decisions),
             "duration_s": round(time.monotonic() - started, 3),  # observe and decide
+            # The last damage found, kept until another: status and health show it.
+            "state_damage": watch_state.last_poll.get("state_damage"),
         }
         records_json = state.save(config.state_dir, watch_state)  # before any send
 
@@ -187,7 +191,8 @@ def run_poll(
         if outbox.to_json() != before:  # the records are saved already; spare a rewrite
             state.save(config.state_dir, watch_state, records_json)  # records unchanged
         health.write(config, watch_state)
-    return PollResult(now, decisions, events, node_obs.error, gpu_obs.error, results)
+    return PollResult(now, decisions, events, node_obs.error, gpu_obs.error, results,
+                      watch_state.damage)
 
 
 def _observe(query: Callable[[], _Obs], failed: Callable[[str], _Obs]) -> _Obs:

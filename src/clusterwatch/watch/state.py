@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import json
 import logging
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -23,7 +24,9 @@ from typing import Any, Optional
 from clusterwatch.atomic_write import write_atomically
 from clusterwatch.errors import RunError
 from clusterwatch.notify.outbox import Outbox
-from clusterwatch.watch.decisions import Incident, TargetRecord
+from clusterwatch.watch.decisions import TargetRecord
+from clusterwatch.watch.state_codec import Decoded, decode
+from clusterwatch.watch.state_salvage import salvage
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,7 @@ class WatchState:
     records: dict[str, TargetRecord] = field(default_factory=dict)
     outbox: Outbox = field(default_factory=Outbox)
     last_poll: dict[str, Any] = field(default_factory=dict)  # summary for status and health
+    damage: Optional[str] = None  # set by a load that found the file damaged: what it did
 
 
 def prepare_state_dir(state_dir: Path) -> None:
@@ -64,7 +68,10 @@ def locked(state_dir: Path, timeout: float = 50.0) -> Iterator[None]:
     """Hold the state lock; wait up to `timeout` seconds for an overlapping run to finish."""
     prepare_state_dir(state_dir)
     lock_path = state_dir / LOCK_FILE
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as exc:  # a directory, a symlink loop, no permission
+        raise StateError(f"cannot open lock file {lock_path}: {exc.strerror}") from None
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -73,7 +80,7 @@ def locked(state_dir: Path, timeout: float = 50.0) -> Iterator[None]:
                 break
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
+                    raise StateError(f"cannot lock {lock_path}: {exc.strerror}") from None
                 if time.monotonic() >= deadline:
                     raise StateError(
                         f"another clusterwatch watch run holds {lock_path} "
@@ -85,45 +92,114 @@ def locked(state_dir: Path, timeout: float = 50.0) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def load(state_dir: Path, repair: bool = True) -> WatchState:
+def load(state_dir: Path, repair: bool = True, channel_names: Sequence[str] = ()) -> WatchState:
     """Read the state; an absent file is an empty state.
 
-    With `repair` (the poll, under the lock), leftovers of a killed save are removed and an
-    unreadable file is moved aside; without it (read-only callers such as `status`), an
-    unreadable file raises StateError and nothing is changed.
+    A damaged file (not JSON, bad values, not a regular file) keeps what still reads (see
+    state_codec and state_salvage). With `repair` (the poll and redeliver, under the lock),
+    leftovers of a killed save are removed and a damaged file is moved aside, said loudly
+    and recorded in `last_poll["state_damage"]`; `channel_names`, the configured channels,
+    get back the messages whose queue positions were lost. Without it (read-only callers
+    such as `status`), a damaged file raises StateError and nothing is changed.
     """
     path = state_dir / STATE_FILE
     for leftover in state_dir.glob(f".{STATE_FILE}.*.tmp") if repair else ():
         # A save killed before its rename; the state file itself is whole.
         with contextlib.suppress(OSError):
             leftover.unlink()
+    reason: Optional[str]
     try:
-        raw = path.read_bytes()
+        raw = _read_regular(path)
+    except _NotRegular as exc:
+        decoded, reason = Decoded(), str(exc)
+    else:
+        if raw is None:
+            return WatchState()
+        decoded, reason = _decode(raw, channel_names)
+    watch_state = WatchState(decoded.records, decoded.outbox, decoded.last_poll)
+    if reason is None and not decoded.problems:
+        return watch_state
+    problems = ([reason] if reason else []) + decoded.problems
+    said = "; ".join(problems[:5]) + (f"; {len(problems) - 5} more" if len(problems) > 5
+                                      else "")
+    incidents = sum(record.incident is not None for record in decoded.records.values())
+    kept = f"{incidents} open incident(s) and {len(decoded.outbox.events)} queued message(s)"
+    if not repair:
+        raise StateError(f"state file {path} is damaged ({said}); the next poll moves it "
+                         f"aside and keeps {kept}")
+    aside = _move_aside(path)
+    detail = f"state file {path} was damaged ({said}); moved it to {aside}; kept {kept}"
+    log.error("%s", detail)
+    watch_state.damage = detail
+    watch_state.last_poll["state_damage"] = {"t": time.time(), "detail": detail,
+                                             "copy": str(aside)}
+    save(state_dir, watch_state)  # what was kept is safe before the caller goes on
+    return watch_state
+
+
+class _NotRegular(Exception):
+    """The state path is a FIFO, a directory, a device: reading it could block forever."""
+
+
+def _read_regular(path: Path) -> Optional[bytes]:
+    """The file's bytes, None if it does not exist; never blocks on a FIFO."""
+    try:
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer, holding the lock.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return WatchState()
+        return None
     except OSError as exc:
         raise StateError(f"cannot read {path}: {exc.strerror}") from None
     try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular(f"not a regular file but a {_file_kind(mode)}")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "device"
+
+
+def _decode(raw: bytes, channel_names: Sequence[str]) -> tuple[Decoded, Optional[str]]:
+    """The state's items, and why the file as a whole is damaged (None: it is not)."""
+    reason: Optional[str] = None
+    try:
         data = json.loads(raw)
-        if data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unknown format version {data.get('version')!r}")
-        return WatchState(
-            records=_records_from_rows(data["targets"]),
-            outbox=Outbox.from_json(data["outbox"]),
-            last_poll=dict(data.get("last_poll", {})),
-        )
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        if not repair:
-            raise StateError(f"state file {path} is unreadable ({exc}); the next poll "
-                             "moves it aside") from None
-        # Atomic saves make this a disk fault or a hand edit. Keep the file for the
-        # operator (it may hold unsent messages) and start afresh rather than stop watching.
-        aside = path.with_name(f"{STATE_FILE}.corrupt-{int(time.time())}")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        data, reason = None, "not valid JSON"
+    if not isinstance(data, dict):
+        reason = reason or "not a JSON object"
+        data = salvage(raw)
+    # A salvage that lost the version reads as this version; a clean file must say it.
+    version = data.get("version", FORMAT_VERSION if reason else None)
+    if version != FORMAT_VERSION:
+        return Decoded(), f"unknown format version {version!r}"
+    return decode(data, channel_names, salvaged=reason is not None), reason
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename the damaged file for the operator (it may hold more than could be read)."""
+    stamp = int(time.time())
+    for attempt in itertools.count():
+        aside = path.with_name(f"{STATE_FILE}.corrupt-{stamp}" + (f".{attempt}" if attempt
+                                                                 else ""))
+        if not os.path.lexists(aside):
+            break
+    try:
         os.replace(path, aside)
-        log.error("state file %s is unreadable (%s); moved it to %s and started with an "
-                  "empty state: open incidents and unsent messages in it are not acted on",
-                  path, exc, aside)
-        return WatchState()
+    except OSError as exc:
+        raise StateError(f"cannot move the damaged {path} aside: {exc.strerror}") from None
+    return aside
 
 
 def save(state_dir: Path, state: WatchState, records_json: Optional[bytes] = None) -> bytes:
@@ -153,22 +229,14 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-# The two conversions below run once per target and poll: the common row (no incident) is
-# built inline, and only the rare one goes through a function call.
+# Runs once per target and poll: the common row (no incident) is built inline, and only the
+# rare one goes through a function call. Reading rows back is state_codec's.
 
 def _records_to_rows(records: dict[str, TargetRecord]) -> dict[str, list[Any]]:
     return {
         target: [r.last_poll, r.absent_since, r.good_since, r.good_first_mtime]
         if r.incident is None else _record_to_row(r)
         for target, r in records.items()
-    }
-
-
-def _records_from_rows(rows: dict[str, list[Any]]) -> dict[str, TargetRecord]:
-    return {
-        target: TargetRecord(row[0], row[1], row[2], row[3])
-        if len(row) == 4 else _record_from_row(row)
-        for target, row in rows.items()
     }
 
 
@@ -179,12 +247,3 @@ def _record_to_row(record: TargetRecord) -> list[Any]:
     if incident is not None:
         row += [incident.id, incident.opened, incident.status]
     return row
-
-
-def _record_from_row(row: list[Any]) -> TargetRecord:
-    incident: Optional[Incident] = None
-    if len(row) == 7:
-        incident = Incident(id=str(row[4]), opened=float(row[5]), status=str(row[6]))
-    elif len(row) != 4:
-        raise ValueError(f"target record of length {len(row)}")
-    return TargetRecord(row[0], row[1], row[2], row[3], incident)

@@ -40,6 +40,10 @@ def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False) -
         for key, source in (("node_error", "condor_status"), ("gpu_error", "Prometheus")):
             if poll.get(key):
                 out.write(f"  {source} failed: {poll[key]}\n")
+        damage = poll.get("state_damage")
+        if damage:
+            out.write(f"state file damaged at {format_utc(damage['t'])} "
+                      f"({now - damage['t']:.0f} s ago): {damage['detail']}\n")
     else:
         out.write("last poll: never\n")
     incidents = data["open_incidents"]
