@@ -4,10 +4,14 @@ Standard library only, Python 3.6.8 compatible (no dataclasses, no `from __futur
 annotations`, no walrus, no `subprocess.run(capture_output=...)`), imports nothing outside
 this package, and ships as one zipapp (`clusterwatch reporter build`).
 
-Modules: `main` (options, one run), `tail` (log positions and rotation), `harvester_log`
-(log line parsers), `condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db`
-(the harvester's database through the mysql client), `host` (processes, log freshness, disk
-volumes), `record` (assembly, schema), `delivery` (HTTPS post, local buffer), `envfile`.
+Modules: `main` (options, one run), `tail` (log positions and rotation) with
+`log_generations` (a log's rotated files), `harvester_log` (log line parsers),
+`condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db` (the harvester's
+database through the mysql client), `host` (processes, log freshness, disk volumes), `record`
+(assembly, schema) with `storable` (text every database stores), `state` and `state_repair`
+(the state file, and what a damaged one still gives), `commit` (the record and its log
+positions as one step), `delivery` (local buffer, backlog pass) with `https_post` (one post
+under one deadline), `envfile`.
 """
 
 REPORTER_VERSION = "1.0.0"
