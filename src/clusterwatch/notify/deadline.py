@@ -100,7 +100,7 @@ def open_socket(host: str, port: int, deadline: Deadline) -> socket.socket:
 
 
 class DeadlineHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: Optional[int], deadline: Deadline) -> None:
+    def __init__(self, host: str, port: int, deadline: Deadline) -> None:
         super().__init__(host, port, timeout=deadline.seconds)
         self.deadline = deadline
 
@@ -109,7 +109,7 @@ class DeadlineHTTPConnection(http.client.HTTPConnection):
 
 
 class DeadlineHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: Optional[int], deadline: Deadline) -> None:
+    def __init__(self, host: str, port: int, deadline: Deadline) -> None:
         super().__init__(host, port, timeout=deadline.seconds, context=_tls_context())
         self.deadline = deadline
 

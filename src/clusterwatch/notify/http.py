@@ -70,7 +70,10 @@ def request(
     connection_class = (
         DeadlineHTTPSConnection if target.scheme == "https" else DeadlineHTTPConnection
     )
-    connection = connection_class(target.hostname, target.port, deadline)
+    # An explicit port: left to http.client, an IPv6 host such as ::1 would be split at
+    # its last colon into host and port.
+    port = target.port or (443 if target.scheme == "https" else 80)
+    connection = connection_class(target.hostname, port, deadline)
     try:
         connection.request(method, path, body=body, headers=all_headers)
         response = connection.getresponse()
