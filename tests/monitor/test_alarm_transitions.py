@@ -12,15 +12,8 @@ from clusterwatch.monitor.alarms.observation import (
     RuleSettings,
 )
 from clusterwatch.monitor.alarms.rules import KeyFacts, observe_key
-from clusterwatch.monitor.alarms.transitions import (
-    ALERT,
-    RECOVER,
-    UPDATE,
-    OpenAlarm,
-    Transition,
-    decide,
-    incident_id,
-)
+from clusterwatch.monitor.alarms.transitions import UPDATE, OpenAlarm, Transition, decide
+from clusterwatch.notify.incident import ALARM_ID_BYTES, ALERT, RECOVER, incident_id
 from tests.monitor.alarm_support import T0, make_record, volume
 
 DISK = "host_disk_space:pandaharvester01:/data"
@@ -36,7 +29,14 @@ def opened(evidence_at: Optional[float] = T0, detail: str = "d") -> dict[str, Op
 
 def test_it_opens_an_alarm_on_a_firing_observation() -> None:
     (change,) = decide({}, seen(FIRING, T0, "full"), T0 + 5)
-    assert change == Transition(ALERT, DISK, "s", "full", incident_id(DISK, T0 + 5), T0)
+    assert change == Transition(ALERT, DISK, "s", "full",
+                                incident_id(DISK, T0 + 5, digest_bytes=ALARM_ID_BYTES), T0)
+
+
+def test_it_names_the_incident_as_the_alarm_table_and_channels_already_know_it() -> None:
+    # 12 hex digits, unlike the pool watch's 8: stored alarms and sent messages keep theirs.
+    (change,) = decide({}, seen(FIRING, T0, "full"), T0 + 5)
+    assert change.incident == "704251fafff8"
 
 
 def test_it_holds_an_open_alarm_while_the_condition_holds() -> None:

@@ -7,12 +7,11 @@ from typing import Optional
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clusterwatch.notify.incident import ALERT, RECOVER
 from clusterwatch.watch.decisions import (
-    ALERT,
     FRESH,
     MISSING,
     PRESENT,
-    RECOVER,
     STALE,
     UNKNOWN,
     Decision,

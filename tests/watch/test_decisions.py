@@ -6,13 +6,12 @@ from typing import Optional
 
 import pytest
 
+from clusterwatch.notify.incident import ALERT, RECOVER
 from clusterwatch.watch.decisions import (
     AGING,
-    ALERT,
     FRESH,
     MISSING,
     PRESENT,
-    RECOVER,
     STALE,
     UNKNOWN,
     Decision,
@@ -113,6 +112,13 @@ def test_it_alerts_on_a_gpu_row_missing_for_15_minutes() -> None:
 def test_it_alerts_stale_on_the_very_first_poll() -> None:
     # A 14:00 mtime alerts at a 14:16 first poll.
     assert run_gpu([(16, 0, ""), (17, 0, "")]) == [(16, ALERT, STALE)]
+
+
+def test_it_names_the_incident_as_state_files_and_channels_already_know_it() -> None:
+    # 8 hex digits from the target and the detection time: ids in users' state files and
+    # in messages already sent must keep matching their recoveries.
+    decision = decide(TargetRecord(), GPU, T0, STALE)
+    assert decision is not None and decision.incident == "a0a1a610"
 
 
 def test_it_alerts_stale_when_the_age_reaches_15_minutes() -> None:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.event import Event, format_rfc3339
 from clusterwatch.notify.http import HttpPost, TransportError, post, post_json
+from clusterwatch.notify.incident import RECOVER
 
 ALERTNAME = "ClusterwatchTargetDown"
 API_PATH = "/api/v2/alerts"
@@ -68,7 +69,7 @@ class AlertmanagerChannel(ch.Channel):
         if event.detail:
             annotations["description"] = event.detail
         alert: dict[str, Any] = {"labels": labels, "annotations": annotations}
-        if event.action == "recover":
+        if event.action == RECOVER:
             alert["endsAt"] = format_rfc3339(event.t)
         else:
             alert["startsAt"] = format_rfc3339(event.t)

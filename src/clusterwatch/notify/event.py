@@ -12,7 +12,7 @@ from typing import Any
 class Event:
     seq: int  # position in the outbox; increases by one per event, never reused
     t: float  # detection time, epoch seconds
-    action: str  # "alert" or "recover"
+    action: str  # ALERT or RECOVER (clusterwatch.notify.incident)
     target: str  # "<check>:<name>", e.g. node:worker.example.org or gpu:192.0.2.10:9100
     status: str  # the classified observation that triggered it
     incident: str  # incident id shared by an alert and its recovery

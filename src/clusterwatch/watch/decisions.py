@@ -7,10 +7,11 @@ if any. The poll, the replay and the exercise all call this same function.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from typing import Optional
+
+from clusterwatch.notify.incident import ALERT, RECOVER, WATCH_ID_BYTES, incident_id
 
 # Observation classes. `unknown` covers failed queries and invalid rows alike.
 PRESENT = "present"
@@ -19,9 +20,6 @@ UNKNOWN = "unknown"
 FRESH = "fresh"
 AGING = "aging"
 STALE = "stale"
-
-ALERT = "alert"
-RECOVER = "recover"
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,7 @@ class TargetRecord:
 class Decision:
     t: float
     target: str
-    action: str  # alert or recover
+    action: str  # ALERT or RECOVER
     status: str  # the classified observation that triggered it
     incident: str
 
@@ -74,12 +72,6 @@ def classify_mtime(now: float, mtime: float, thresholds: Thresholds = DEFAULT_TH
     if age <= thresholds.fresh_s:
         return FRESH
     return AGING
-
-
-def incident_id(target: str, opened: float) -> str:
-    """Short, deterministic id so repeated deliveries of one incident can be told apart."""
-    digest = hashlib.blake2b(f"{target}\0{opened!r}".encode(), digest_size=4).hexdigest()
-    return digest
 
 
 def decide(
@@ -146,7 +138,8 @@ def _clear_recovery(record: TargetRecord) -> None:
 
 
 def _open(record: TargetRecord, target: str, now: float, status: str) -> Decision:
-    incident = Incident(id=incident_id(target, now), opened=now, status=status)
+    incident = Incident(id=incident_id(target, now, digest_bytes=WATCH_ID_BYTES), opened=now,
+                        status=status)
     record.incident = incident
     return Decision(t=now, target=target, action=ALERT, status=status, incident=incident.id)
 

@@ -17,6 +17,7 @@ from typing import Callable, Optional, TypeVar
 
 from clusterwatch.notify.channel import Channel, SendResult
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import ALERT
 from clusterwatch.notify.outbox import deliver
 from clusterwatch.watch import health, state
 from clusterwatch.watch.condor import NodeObservation, query_machines
@@ -120,7 +121,7 @@ def evaluate(
 def firing_events(records: dict[str, TargetRecord]) -> list[Event]:
     """The alert of every open incident, as channels that re-state alerts want them."""
     return [
-        Event(0, record.incident.opened, "alert", target, record.incident.status,
+        Event(0, record.incident.opened, ALERT, target, record.incident.status,
               record.incident.id)
         for target, record in records.items()
         if record.incident is not None

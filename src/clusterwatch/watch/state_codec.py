@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import ALERT
 from clusterwatch.notify.outbox import Attempt, ChannelState, Outbox
 from clusterwatch.watch.decisions import Incident, TargetRecord
 
@@ -197,7 +198,7 @@ def _resend(outbox: Outbox, records: dict[str, TargetRecord],
     for target, record in records.items():
         incident = record.incident
         if incident is not None and target not in queued:
-            outbox.append(incident.opened, "alert", target, incident.status, incident.id)
+            outbox.append(incident.opened, ALERT, target, incident.status, incident.id)
 
 
 def _attempt(item: Any) -> Optional[Attempt]:

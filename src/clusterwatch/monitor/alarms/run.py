@@ -21,9 +21,10 @@ from clusterwatch.monitor.alarms import outbox_store, store
 from clusterwatch.monitor.alarms.config import AlarmsConfig
 from clusterwatch.monitor.alarms.lease import Lease
 from clusterwatch.monitor.alarms.rules import observe_all
-from clusterwatch.monitor.alarms.transitions import ALERT, RECOVER, Transition, decide
+from clusterwatch.monitor.alarms.transitions import Transition, decide
 from clusterwatch.notify.channel import Channel, SendResult
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import ALERT, RECOVER
 from clusterwatch.notify.outbox import deliver
 
 log = logging.getLogger(__name__)

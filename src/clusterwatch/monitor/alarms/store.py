@@ -8,9 +8,10 @@ from typing import Optional
 
 from clusterwatch.monitor.alarms.observation import split_target
 from clusterwatch.monitor.alarms.rules import KeyFacts
-from clusterwatch.monitor.alarms.transitions import ALERT, RECOVER, OpenAlarm, Transition
+from clusterwatch.monitor.alarms.transitions import OpenAlarm, Transition
 from clusterwatch.monitor.models import Alarm, HostTokenKey, LatestReport
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import ALERT, RECOVER
 
 
 def _utc(t: Optional[float]) -> Optional[dt.datetime]:
@@ -83,7 +84,7 @@ def apply(transitions: Sequence[Transition], now: float) -> None:
 def firing_events() -> list[Event]:
     """The alert of every open alarm, as channels that re-state alerts want them."""
     return [
-        Event(0, alarm.opened_at.timestamp(), "alert", alarm.target, alarm.status,
+        Event(0, alarm.opened_at.timestamp(), ALERT, alarm.target, alarm.status,
               alarm.incident, alarm.detail)
         for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
     ]

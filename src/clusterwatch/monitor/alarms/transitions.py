@@ -9,16 +9,14 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.monitor.alarms.observation import CLEAR, FIRING, Observation
+from clusterwatch.notify.incident import ALARM_ID_BYTES, ALERT, RECOVER, incident_id
 
-ALERT = "alert"
-RECOVER = "recover"
-UPDATE = "update"
+UPDATE = "update"  # the monitor's own: a changed message of an open alarm, never sent
 
 
 @dataclass(frozen=True)
@@ -41,11 +39,6 @@ class Transition:
     evidence_at: Optional[float]
 
 
-def incident_id(target: str, opened: float) -> str:
-    """Short, deterministic id so repeated deliveries of one incident can be told apart."""
-    return hashlib.blake2b(f"{target}\0{opened!r}".encode(), digest_size=6).hexdigest()
-
-
 def is_newer(evidence_at: Optional[float], raised_on: Optional[float]) -> bool:
     if evidence_at is None:
         return False
@@ -62,8 +55,9 @@ def decide(
         current = open_alarms.get(name)
         if seen.state == FIRING:
             if current is None:
+                incident = incident_id(name, now, digest_bytes=ALARM_ID_BYTES)
                 transitions.append(Transition(ALERT, name, seen.status, seen.detail,
-                                              incident_id(name, now), seen.evidence_at))
+                                              incident, seen.evidence_at))
             elif (seen.status, seen.detail) != (current.status, current.detail):
                 transitions.append(Transition(UPDATE, name, seen.status, seen.detail,
                                               current.incident, current.evidence_at))
