@@ -12,15 +12,13 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from clusterwatch.notify import channel as ch
+from clusterwatch.notify.answers import post_batch
 from clusterwatch.notify.event import Event, format_rfc3339
-from clusterwatch.notify.http import HttpPost, TransportError, post, post_json
+from clusterwatch.notify.http import HttpPost, post
 from clusterwatch.notify.incident import RECOVER
 
 ALERTNAME = "ClusterwatchTargetDown"
 API_PATH = "/api/v2/alerts"
-# "Later" answers; any other 4xx (bad alert, wrong path, refused credentials) will not change
-# by sending the same request again.
-TRANSIENT_CLIENT_STATUSES = frozenset({408, 425, 429})
 FIRING_TTL_S = 300.0  # endsAt of a firing alert: now + this; re-stated every run
 
 
@@ -77,15 +75,6 @@ class AlertmanagerChannel(ch.Channel):
         return alert
 
     def _post_alerts(self, alerts: list[dict[str, Any]]) -> ch.SendResult:
-        try:
-            response = post_json(self._post, self._endpoint, alerts, self._timeout)
-        except TransportError as exc:
-            return ch.SendResult(ch.RETRY, exc.kind)
-        if 200 <= response.status < 300:
-            return ch.SendResult(ch.DELIVERED)
-        if response.status == 429:
-            retry_after = ch.parse_retry_after(response.headers.get("retry-after"))
-            return ch.SendResult(ch.DEFER, "rate_limited", retry_after)
-        if 400 <= response.status < 500 and response.status not in TRANSIENT_CLIENT_STATUSES:
-            return ch.SendResult(ch.REJECTED, f"http_{response.status}")
-        return ch.SendResult(ch.RETRY, f"http_{response.status}")
+        # The generic reading: a bad alert, a wrong path or refused credentials (4xx) will
+        # not change by sending the same request again.
+        return post_batch(self._post, self._endpoint, alerts, self._timeout)

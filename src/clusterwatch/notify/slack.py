@@ -5,13 +5,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterwatch.notify import channel as ch
+from clusterwatch.notify.answers import AnswerRules, post_batch
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpPost, TransportError, post, post_json
+from clusterwatch.notify.http import HttpPost, HttpResponse, post
 
 # Answers after which the same message can never succeed: dead-letter it rather than block
 # the queue. 400 covers invalid_payload and invalid_token, 404 no_service and
 # channel_not_found, 410 channel_is_archived, 403 action_prohibited and invalid_token.
 PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 410, 413})
+
+
+class SlackAnswers(AnswerRules):
+    """Slack's reading: only 200 `ok` acknowledges; errors keep Slack's word.
+
+    Only the statuses above refuse for good: any other answer (a 200 with another body,
+    another 4xx) keeps the batch.
+    """
+
+    def acknowledged(self, response: HttpResponse) -> bool:
+        return response.status == 200 and response.text() == "ok"
+
+    def refused_for_good(self, response: HttpResponse) -> bool:
+        return response.status in PERMANENT_STATUSES
+
+    def error(self, response: HttpResponse) -> str:
+        body = response.text()
+        return f"http_{response.status}" + (f"_{_slack_word(body)}" if body else "")
+
+
+ANSWERS = SlackAnswers()
 
 
 class SlackWebhook(ch.Channel):
@@ -31,21 +53,7 @@ class SlackWebhook(ch.Channel):
 
     def send(self, events: Sequence[Event], now: float) -> ch.SendResult:
         payload = {"text": "\n".join(event.line() for event in events)}
-        try:
-            response = post_json(self._post, self._url, payload, self._timeout)
-        except TransportError as exc:
-            return ch.SendResult(ch.RETRY, exc.kind)
-        body = response.text()
-        if response.status == 200 and body == "ok":
-            return ch.SendResult(ch.DELIVERED)
-        if response.status == 429:
-            retry_after = ch.parse_retry_after(response.headers.get("retry-after"))
-            return ch.SendResult(ch.DEFER, "rate_limited", retry_after)
-        error = f"http_{response.status}" + (f"_{_slack_word(body)}" if body else "")
-        if response.status in PERMANENT_STATUSES:
-            return ch.SendResult(ch.REJECTED, error)
-        # 5xx, and any other answer (a 200 with another body included): keep the batch.
-        return ch.SendResult(ch.RETRY, error)
+        return post_batch(self._post, self._url, payload, self._timeout, ANSWERS)
 
 
 def _slack_word(body: str) -> str:

@@ -5,11 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterwatch.notify import channel as ch
+from clusterwatch.notify.answers import AnswerRules, post_batch
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpPost, TransportError, post, post_json
+from clusterwatch.notify.http import HttpPost, HttpResponse, post
 
-# 408 and 429 say "later"; every other 4xx says this request will never be accepted.
-TRANSIENT_CLIENT_STATUSES = frozenset({408, 425, 429})
+
+class WebhookAnswers(AnswerRules):
+    """The generic reading, except that a 503 with `Retry-After` is a deferral too."""
+
+    rate_limited_error = None  # the status says which of the two asked us to wait
+
+    def asks_to_wait(self, response: HttpResponse) -> bool:
+        return response.status == 429 or (
+            response.status == 503 and "retry-after" in response.headers
+        )
+
+
+ANSWERS = WebhookAnswers()
 
 
 class JsonWebhook(ch.Channel):
@@ -33,15 +45,4 @@ class JsonWebhook(ch.Channel):
             "source": "clusterwatch",
             "events": [{**event.to_json(), "text": event.line()} for event in events],
         }
-        try:
-            response = post_json(self._post, self._url, payload, self._timeout)
-        except TransportError as exc:
-            return ch.SendResult(ch.RETRY, exc.kind)
-        if 200 <= response.status < 300:
-            return ch.SendResult(ch.DELIVERED)
-        if response.status == 429 or (response.status == 503 and "retry-after" in response.headers):
-            retry_after = ch.parse_retry_after(response.headers.get("retry-after"))
-            return ch.SendResult(ch.DEFER, f"http_{response.status}", retry_after)
-        if 400 <= response.status < 500 and response.status not in TRANSIENT_CLIENT_STATUSES:
-            return ch.SendResult(ch.REJECTED, f"http_{response.status}")
-        return ch.SendResult(ch.RETRY, f"http_{response.status}")
+        return post_batch(self._post, self._url, payload, self._timeout, ANSWERS)
