@@ -153,20 +153,6 @@ class Outbox:
             state.dead = []
         return count
 
-    def channel_summaries(self, now: float) -> dict[str, dict[str, Any]]:
-        """Each channel's queue, dead letters, back-off and last outcomes, for status views."""
-        return {
-            name: {
-                "pending": [event.to_json() for event in self.pending(name)],
-                "dead_letters": [event.to_json() for event in state.dead],
-                "rate_limited_until": state.not_before if state.not_before > now else None,
-                "last_error": state.last_error,
-                "last_error_t": state.last_error_t,
-                "last_success_t": state.last_success_t,
-            }
-            for name, state in sorted(self.channels.items())
-        }
-
     def to_json(self) -> dict[str, Any]:
         return {
             "next_seq": self.next_seq,

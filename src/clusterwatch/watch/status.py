@@ -7,11 +7,13 @@ import time
 from typing import IO, Any
 
 from clusterwatch.notify.event import format_utc
+from clusterwatch.notify.outbox_status import ChannelWording, outbox_sections, write_channels
 from clusterwatch.watch.state import WatchState
+
+WORDING = ChannelWording(no_channels="channels: none configured (transitions are only logged)")
 
 
 def summary(watch_state: WatchState, now: float) -> dict[str, Any]:
-    outbox = watch_state.outbox
     return {
         "last_poll": watch_state.last_poll,
         "open_incidents": [
@@ -20,8 +22,7 @@ def summary(watch_state: WatchState, now: float) -> dict[str, Any]:
             for target, record in sorted(watch_state.records.items())
             if record.incident is not None
         ],
-        "channels": outbox.channel_summaries(now),
-        "recent_attempts": [attempt.to_json() for attempt in outbox.history[-20:]],
+        **outbox_sections(watch_state.outbox, now),
     }
 
 
@@ -51,17 +52,4 @@ def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False) -
     for item in incidents:
         out.write(f"  {item['target']} ({item['status']}) since {format_utc(item['since'])} "
                   f"incident {item['incident']}\n")
-    if not data["channels"]:
-        out.write("channels: none configured (transitions are only logged)\n")
-    for name, channel in data["channels"].items():
-        state = f"{len(channel['pending'])} pending, {len(channel['dead_letters'])} dead letters"
-        if channel["rate_limited_until"]:
-            state += f", rate-limited until {format_utc(channel['rate_limited_until'])}"
-        if channel["last_error"]:
-            state += (f", last error {channel['last_error']} at "
-                      f"{format_utc(channel['last_error_t'])}")
-        out.write(f"channel {name}: {state}\n")
-        for label, key in (("pending", "pending"), ("DEAD", "dead_letters")):
-            for event in channel[key]:
-                out.write(f"  {label}: {format_utc(event['t'])} {event['action'].upper()} "
-                          f"{event['target']} ({event['status']}) incident {event['incident']}\n")
+    write_channels(data["channels"], out, WORDING)

@@ -7,10 +7,26 @@ from typing import IO, Any
 from clusterwatch.monitor.alarms import lease as run_lease
 from clusterwatch.monitor.alarms import outbox_store, wording
 from clusterwatch.monitor.models import Alarm
-from clusterwatch.notify.event import Event
+from clusterwatch.notify.outbox_status import (
+    RECENT_ATTEMPTS,
+    ChannelWording,
+    outbox_sections,
+    write_channels,
+)
 
 
-def summary(now: float, recent: int = 20) -> dict[str, Any]:
+def _wording(now: float) -> ChannelWording:
+    return ChannelWording(
+        no_channels="channels: none (alarms are recorded, not sent; add [[channels]] to the "
+                    "alarms config)",
+        when=lambda t: wording.utc_age(t, now),
+        last_delivered=True,
+        dead_letter_advice="dead letters were rejected for good by their channel: fix the "
+                           "channel, then run `clusterwatch monitor redeliver_alarms`",
+    )
+
+
+def summary(now: float, recent: int = RECENT_ATTEMPTS) -> dict[str, Any]:
     outbox = outbox_store.load()
     holder = run_lease.current_holder()
     return {
@@ -32,8 +48,7 @@ def summary(now: float, recent: int = 20) -> dict[str, Any]:
             .order_by("-closed_at")[:recent]
             if alarm.closed_at is not None
         ],
-        "channels": outbox.channel_summaries(now),
-        "recent_attempts": [attempt.to_json() for attempt in outbox.history[-recent:]],
+        **outbox_sections(outbox, now, recent),
     }
 
 
@@ -61,23 +76,5 @@ def write_text(data: dict[str, Any], now: float, out: IO[str]) -> None:
     for item in closed:
         out.write(f"  {item['target']} at {wording.utc_age(item['closed'], now)}, incident "
                   f"{item['incident']}\n    {item['detail']}\n")
-    if not data["channels"]:
-        out.write("channels: none (alarms are recorded, not sent; add [[channels]] to the "
-                  "alarms config)\n")
-    for name, channel in data["channels"].items():
-        state = f"{len(channel['pending'])} pending, {len(channel['dead_letters'])} dead letters"
-        if channel["rate_limited_until"]:
-            state += f", rate-limited until {wording.utc(channel['rate_limited_until'])}"
-        if channel["last_error"]:
-            state += (f", last error {channel['last_error']} at "
-                      f"{wording.utc_age(channel['last_error_t'], now)}")
-        if channel["last_success_t"]:
-            state += f", last delivered {wording.utc_age(channel['last_success_t'], now)}"
-        out.write(f"channel {name}: {state}\n")
-        for label, key in (("pending", "pending"), ("DEAD", "dead_letters")):
-            for event in channel[key]:
-                out.write(f"  {label}: {Event.from_json(event).line()}\n")
-    if any(channel["dead_letters"] for channel in data["channels"].values()):
-        out.write("dead letters were rejected for good by their channel: fix the channel, "
-                  "then run `clusterwatch monitor redeliver_alarms`\n")
+    write_channels(data["channels"], out, _wording(now))
 
