@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor import demo
-from clusterwatch.monitor.demo_steps import DemoError
+from clusterwatch.demo import monitor as demo
+from clusterwatch.demo.monitor_steps import DemoError
 from clusterwatch.testing.mariadb import MariaDBMissing, binaries
 from clusterwatch.testing.monitor_server import private_database
 
@@ -92,7 +92,7 @@ def test_it_says_when_its_port_is_taken(tmp_path: Path) -> None:
 def test_it_names_what_is_missing_before_starting_anything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from clusterwatch.monitor import demo_steps
+    from clusterwatch.demo import monitor_steps as demo_steps
 
     def no_mariadb() -> None:
         raise MariaDBMissing("mariadbd not found; install it with: sudo apt-get install ...")

@@ -4,7 +4,7 @@
 `revoke_host_token`, `evaluate_alarms`, `prune_reports` (see `clusterwatch monitor help`).
 Settings come from the environment (CLUSTERWATCH_DATABASE_URL, CLUSTERWATCH_DATA_DIR, ...).
 
-One verb is not Django's: `clusterwatch monitor demo` (clusterwatch.monitor.demo) runs before
+One verb is not Django's: `clusterwatch monitor demo` (clusterwatch.demo.monitor) runs before
 any settings are read, because it makes its own private data directory and database.
 """
 
@@ -39,7 +39,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        from clusterwatch.monitor.demo import main as demo
+        from clusterwatch.demo.monitor import main as demo  # the demo's harness loads only here
 
         return demo(args.arguments)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clusterwatch.monitor.settings")

@@ -184,6 +184,6 @@ def _redeliver(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from clusterwatch.watch.demo import run_demo
+    from clusterwatch.demo.watch import run_demo  # the demo's harness loads only here
 
     return run_demo(sys.stdout)

@@ -1,5 +1,5 @@
 """The steps of `clusterwatch monitor demo`, each a real component run as it runs in
-production: gunicorn, management commands, MariaDB, the reporter zipapp. See demo.py."""
+production: gunicorn, management commands, MariaDB, the reporter zipapp. See monitor.py."""
 
 from __future__ import annotations
 

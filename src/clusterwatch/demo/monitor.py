@@ -29,9 +29,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Optional
 
+from clusterwatch.demo import monitor_steps as steps
+from clusterwatch.demo.monitor_steps import DemoError
 from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from clusterwatch.monitor import demo_steps as steps
-from clusterwatch.monitor.demo_steps import DemoError
 
 DEFAULT_DATA_DIR = Path("demo-data")
 DEFAULT_PORT = 8000
