@@ -1,7 +1,8 @@
 """Shared by the ingest tests: the real reporter's example record, tokens, posting helpers.
 
 `ingest_fixtures/record-example.json` was made by running the real reporter over
-`tests/reporter/fixtures/logs/new/` (so it is what a reporter sends, not hand-written).
+`src/clusterwatch/testing/harvester_files/logs/new/` (so it is what a reporter sends, not
+hand-written).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Records for the pages' tests: the real reporter's example record and variants of it.
 
 `record-example.json` was made by running the real reporter over
-`tests/reporter/fixtures/logs/new/` (no harvester database reachable, so its `harvester_db`
-parts carry errors). The variants change only what a scenario needs.
+`src/clusterwatch/testing/harvester_files/logs/new/` (no harvester database reachable, so its
+`harvester_db` parts carry errors). The variants change only what a scenario needs.
 """
 
 from __future__ import annotations

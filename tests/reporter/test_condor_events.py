@@ -17,8 +17,9 @@ from clusterwatch.reporter.condor_events import (
     reasons_for_workers,
     worker_reason,
 )
+from clusterwatch.testing.harvester_files import CONDOR_LOGS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "condor"
+FIXTURES = CONDOR_LOGS
 ALL_FIXTURES = sorted(FIXTURES.glob("*.log"))
 
 SUBMIT_HOST = (

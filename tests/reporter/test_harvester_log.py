@@ -20,8 +20,9 @@ from clusterwatch.reporter.harvester_log import (
     fetching_section,
     submission_section,
 )
+from clusterwatch.testing.harvester_files import HARVESTER_LOGS
 
-LOGS = Path(__file__).parent / "fixtures" / "logs"
+LOGS = HARVESTER_LOGS
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_reporter_logs.py"
 
 

@@ -18,6 +18,7 @@ import pytest
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.build import build
 from clusterwatch.reporter.record import load_schema
+from clusterwatch.testing.harvester_files import HARVESTER_LOGS
 
 from .test_harvester_db import mariadb  # noqa: F401 - the session's MariaDB fixture
 from .tls import CA, MonitorServer, make_ca, make_server_cert
@@ -236,7 +237,7 @@ def test_it_fills_every_log_section_validly_from_the_fixture_logs(
     host.without_monitor()
     assert reporter_main.main(host.args()) == 2  # first run: positions at the (empty) ends
     capsys.readouterr()
-    fixtures = Path(__file__).parent / "fixtures" / "logs" / generation
+    fixtures = HARVESTER_LOGS / generation
     for source in fixtures.glob("panda-*.log"):
         with (host.log_dir / source.name).open("ab") as handle:
             handle.write(source.read_bytes())

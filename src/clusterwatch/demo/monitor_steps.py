@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Optional
 
 from clusterwatch.testing import harvester_scenario as scenario
-from clusterwatch.testing.harvester_fixture import fixture_path
+from clusterwatch.testing.harvester_files import harvester_file
 from clusterwatch.testing.harvester_scenario import Harvester
 from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
 from clusterwatch.testing.mariadb import MariaDB, MariaDBMissing, binaries, mariadb_server
@@ -63,10 +63,10 @@ def _check_port_free(port: int) -> None:
 
 
 def check_prerequisites() -> None:
-    """Before anything starts: the MariaDB server and the reporter's fixtures are here."""
+    """Before anything starts: the MariaDB server and the shipped harvester files are here."""
     try:
         binaries()
-        fixture_path("logs", "new")
+        harvester_file("logs", "new")
     except (MariaDBMissing, FileNotFoundError) as exc:
         raise DemoError(str(exc)) from None
 

@@ -3,8 +3,8 @@
 The reporter's tests pin their rows to 2026-10-02; the demo needs rows relative to "now",
 so that launch limits, live workers, workers ended in the interval and workers that did not
 finish in the last 24 hours all show up in a record collected now. Workers that did not
-finish point their `batchLog` at a condor event log from the reporter's fixtures, which
-`place_condor_logs` copies to where the queue configuration maps that URL.
+finish point their `batchLog` at a condor event log of clusterwatch.testing.harvester_files,
+which `place_condor_logs` copies to where the queue configuration maps that URL.
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from clusterwatch.testing.harvester_files import harvester_file
 from clusterwatch.testing.mariadb import MariaDB, create_harvester_schema, insert_sql
-
-REPOSITORY = Path(__file__).resolve().parents[3]
-FIXTURES = REPOSITORY / "tests" / "reporter" / "fixtures"
 
 # (condor fixture log, harvester status, nativeExitCode, diagMessage): workers that did not
 # finish, each with the batch system's own reason in its event log.
@@ -32,15 +30,6 @@ NOT_FINISHED = (
     ("iso_remote_error.log", "failed", None, None),
 )
 LIVE = (("running", 41), ("submitted", 6), ("idle", 3))
-
-
-def fixture_path(*parts: str) -> Path:
-    """A file of the reporter's test fixtures; they live in the repository, not the package."""
-    path = FIXTURES.joinpath(*parts)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: the demonstration reads the reporter's "
-                                "test fixtures, so it runs from a clusterwatch checkout")
-    return path
 
 
 def utc(seconds: float) -> str:
@@ -134,7 +123,7 @@ def place_condor_logs(work_rows: Sequence[Mapping[str, Any]], condor_dir: Path) 
         name = diag_to_log.get(row.get("diagMessage"), NOT_FINISHED[-1][0])
         target = condor_dir / "demo" / f"grid.{row['workerID']}.0.log"
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(fixture_path("condor", name), target)
+        shutil.copyfile(harvester_file("condor", name), target)
         placed += 1
     return placed
 

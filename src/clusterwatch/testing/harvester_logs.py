@@ -1,9 +1,9 @@
 """Harvester log lines for the demo: the reporter's fixture logs moved to the present, and
 more lines in the same formats.
 
-The fixture logs (tests/reporter/fixtures/logs/new for the current harvester, /old for the
-2020 generation) are real-format excerpts; `fitted` moves the timestamps of a set of files
-onto a given interval, keeping their order. The generators write lines the
+The fixture logs (clusterwatch.testing.harvester_files: logs/new for the current harvester,
+logs/old for the 2020 generation) are real-format excerpts; `fitted` moves the timestamps of
+a set of files onto a given interval, keeping their order. The generators write lines the
 way the harvester does, for the intervals the fixtures do not cover: a healthy harvester, and
 one whose every fetch fails because PanDA's certificate does not verify (2026-10-02).
 """
@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from clusterwatch.testing.harvester_fixture import fixture_path
+from clusterwatch.testing.harvester_files import harvester_file
 
 LOG_NAMES = ("job_fetcher", "submitter", "worker_adjuster", "communicator", "propagator")
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(\d{3})", re.MULTILINE)
@@ -41,7 +41,7 @@ def stamp(seconds: float) -> str:
 
 def fixture_logs(generation: str) -> dict[str, str]:
     """{log name: text} of a fixture set ("new" or "old"), for the logs it has."""
-    directory = fixture_path("logs", generation)
+    directory = harvester_file("logs", generation)
     return {name: (directory / f"panda-{name}.log").read_text(encoding="utf-8")
             for name in LOG_NAMES if (directory / f"panda-{name}.log").exists()}
 
