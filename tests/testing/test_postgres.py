@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from clusterwatch.monitor.database_url import parse
-from clusterwatch.testing import postgres, postgres_cli
+from clusterwatch.testing import postgres
 from clusterwatch.testing.postgres import (
     Postgres,
     PostgresMissing,
@@ -22,6 +22,7 @@ from clusterwatch.testing.postgres import (
     find_bindir,
     postgres_server,
 )
+from clusterwatch.testing.postgres import cli as postgres_cli
 
 pytestmark = pytest.mark.integration
 

@@ -83,7 +83,3 @@ def _run_command(command: list[str], env: dict[str, str]) -> int:
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
             process.terminate()
             return process.wait()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

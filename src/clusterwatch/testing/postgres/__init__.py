@@ -15,7 +15,7 @@ The private Unix socket trusts local connections, for `psql` setup only. Durabil
 
 starts a server, runs COMMAND with CLUSTERWATCH_DATABASE_URL and
 CLUSTERWATCH_DATABASE_PASSWORD_FILE naming it, stops the server and exits with COMMAND's
-status (scripts/test runs the monitor's tests this way; see postgres_cli.py).
+status (scripts/test runs the monitor's tests this way; see cli.py and __main__.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -280,10 +279,3 @@ def _remove_leftovers() -> None:
                 str(find_bindir() / "pg_ctl"), "-D", str(base / "data"), "-m", "immediate",
                 "stop"]), capture_output=True, timeout=30, check=False, cwd=base)
         shutil.rmtree(base, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    # `python -m clusterwatch.testing.postgres run -- COMMAND` (scripts/test's PostgreSQL pass)
-    from clusterwatch.testing.postgres_cli import main
-
-    sys.exit(main())
