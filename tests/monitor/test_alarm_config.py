@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ from clusterwatch.monitor.alarms.config import load_config
 from clusterwatch.notify.channel_config import ChannelConfig
 
 SECRET_URL = "https://hooks.slack.com/services/T0/B0/cwCONFIGsecret5521"
+CLUSTERWATCH = Path(sys.executable).with_name("clusterwatch")  # the installed console script
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -103,3 +108,33 @@ def test_it_refuses_a_secret_file_others_can_read_without_quoting_it(
     assert caught.value.returncode == EXIT_CONFIG
     assert "readable by group or others" in str(caught.value)
     assert "cwCONFIGsecret" not in str(caught.value)
+
+
+def _not_utf8(path: Path) -> None:
+    path.write_bytes(b'disk_used_percent = 90\n# caf\xe9\n[[channels]]\ntype = "slack"\n')
+
+
+UNREADABLE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "not UTF-8": (_not_utf8, "not UTF-8 text (byte 29)"),
+    "a FIFO": (os.mkfifo, "is a FIFO, not a TOML file"),  # reading it would wait forever
+    "a directory": (Path.mkdir, "is a directory, not a TOML file"),
+}
+
+
+@pytest.mark.parametrize("make", list(UNREADABLE.values()), ids=list(UNREADABLE))
+def test_the_console_script_exits_78_in_one_line_for_an_unreadable_file(
+    tmp_path: Path, make: tuple[Callable[[Path], None], str]
+) -> None:
+    setup, message = make
+    path = tmp_path / "alarms.toml"
+    setup(path)
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CLUSTERWATCH_", "DJANGO_"))}
+    environ.update(CLUSTERWATCH_DATA_DIR=str(tmp_path), CLUSTERWATCH_ALARMS_CONFIG=str(path))
+    done = subprocess.run([str(CLUSTERWATCH), "monitor", "evaluate_alarms"], env=environ,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == EXIT_CONFIG, done.stderr
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert str(path) in done.stderr and message in done.stderr

@@ -6,14 +6,16 @@ later (a timeout no socket takes, a URL no client can use) must be refused at th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from clusterwatch.testing.fake_condor import recorded_argv
 
-from .conftest import TOKEN, Pool
 from .program import run_watch
+from .support import TOKEN, Pool
 
 EXIT_CONFIG = 78
 
@@ -27,6 +29,12 @@ def toml(text: str) -> Callable[[Pool], None]:
 def toml_bytes(data: bytes) -> Callable[[Pool], None]:
     def write(pool: Pool) -> None:
         (pool.config_dir / "watch.toml").write_bytes(data)
+    return write
+
+
+def not_a_file(make: Callable[[Path], None]) -> Callable[[Pool], None]:
+    def write(pool: Pool) -> None:
+        make(pool.config_dir / "watch.toml")
     return write
 
 
@@ -50,6 +58,8 @@ BAD_FILES: dict[str, Callable[[Pool], None]] = {
     "channel timeout inf": toml('[[channels]]\ntype = "alertmanager"\n'
                                 'url = "http://127.0.0.1:9093"\ntimeout_s = inf\n'),
     "non-UTF-8 byte": toml_bytes(b'[prometheus]\njob = "n\xffde"\n'),
+    "watch.toml a FIFO": not_a_file(os.mkfifo),  # reading it would wait for a writer
+    "watch.toml a directory": not_a_file(Path.mkdir),
     "alertmanager port 99999": toml('[[channels]]\ntype = "alertmanager"\n'
                                     'url = "http://127.0.0.1:99999"\n'),
     "alertmanager not a URL": toml('[[channels]]\ntype = "alertmanager"\n'

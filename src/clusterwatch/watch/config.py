@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -26,12 +25,8 @@ from clusterwatch.notify.channel_config import positive as _positive
 from clusterwatch.notify.channel_config import read_secret as read_secret
 from clusterwatch.notify.channel_config import reject_unknown as _reject_unknown
 from clusterwatch.notify.channel_config import string as _string
+from clusterwatch.notify.config_file import read_toml
 from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS, Thresholds
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +73,7 @@ def load_config(
     config_dir = (config_dir or default_config_dir()).expanduser()
     if not config_dir.is_dir():
         raise ConfigError(f"config directory {config_dir} does not exist")
-    data = _read_toml(config_dir / CONFIG_FILE)
+    data = read_toml(config_dir / CONFIG_FILE) or {}
     known = {"state_dir", "prometheus", "condor", "thresholds", "health", "channels"}
     _reject_unknown(data, known, CONFIG_FILE)
     prom = _table(data, "prometheus", {"url", "job", "timeout_s"})
@@ -124,21 +119,6 @@ def _channels(data: dict[str, Any], config_dir: Path) -> tuple[ChannelConfig, ..
     if seed.exists() and all(c.secret_file != seed for c in channels):
         log.warning("%s exists but no [[channels]] entry uses it: it is ignored", seed)
     return tuple(channels)
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
-    except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _table(data: dict[str, Any], key: str, allowed: set[str]) -> dict[str, Any]:

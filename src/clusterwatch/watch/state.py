@@ -24,6 +24,7 @@ from typing import Any, Optional
 from clusterwatch.atomic_write import write_atomically
 from clusterwatch.errors import RunError
 from clusterwatch.notify.outbox import Outbox
+from clusterwatch.regular_file import NotRegularFile, read_regular
 from clusterwatch.watch.decisions import TargetRecord
 from clusterwatch.watch.state_codec import Decoded, decode
 from clusterwatch.watch.state_salvage import salvage
@@ -109,9 +110,11 @@ def load(state_dir: Path, repair: bool = True, channel_names: Sequence[str] = ()
             leftover.unlink()
     reason: Optional[str]
     try:
-        raw = _read_regular(path)
-    except _NotRegular as exc:
+        raw = read_regular(path)
+    except NotRegularFile as exc:
         decoded, reason = Decoded(), str(exc)
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror}") from None
     else:
         if raw is None:
             return WatchState()
@@ -135,39 +138,6 @@ def load(state_dir: Path, repair: bool = True, channel_names: Sequence[str] = ()
                                              "copy": str(aside)}
     save(state_dir, watch_state)  # what was kept is safe before the caller goes on
     return watch_state
-
-
-class _NotRegular(Exception):
-    """The state path is a FIFO, a directory, a device: reading it could block forever."""
-
-
-def _read_regular(path: Path) -> Optional[bytes]:
-    """The file's bytes, None if it does not exist; never blocks on a FIFO."""
-    try:
-        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer, holding the lock.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _NotRegular(f"not a regular file but a {_file_kind(mode)}")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"),
-                       (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return kind
-    return "device"
 
 
 def _decode(raw: bytes, channel_names: Sequence[str]) -> tuple[Decoded, Optional[str]]:

@@ -15,10 +15,9 @@ exists is a ConfigError naming the file and the setting, never a secret.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.alarms.observation import RuleSettings
@@ -28,11 +27,7 @@ from clusterwatch.notify.channel_config import (
     positive,
     reject_unknown,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
+from clusterwatch.notify.config_file import read_toml
 
 KNOWN_KEYS = {"disk_used_percent", "report_interval_s", "stale_after_intervals",
               "never_reported_grace_s", "channels"}
@@ -47,7 +42,7 @@ class AlarmsConfig:
 
 
 def load_config(path: Path, report_interval_s: float) -> AlarmsConfig:
-    data = _read(path)
+    data = read_toml(path)
     if data is None:
         return AlarmsConfig(path, False, RuleSettings(report_interval_s=report_interval_s))
     try:
@@ -74,18 +69,3 @@ def load_config(path: Path, report_interval_s: float) -> AlarmsConfig:
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return AlarmsConfig(path, True, rules, channels)
-
-
-def _read(path: Path) -> Optional[dict[str, Any]]:
-    try:
-        with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
-    except FileNotFoundError:
-        return None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not a TOML file") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
