@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from clusterwatch.monitor.ingest.validation import schema_problem
-from clusterwatch.monitor.records import pushes_in, queues_in
+from clusterwatch.monitor.record.index import pushes_in, queues_in
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_monitor.py"
 AT = dt.datetime(2026, 11, 29, 13, 30, tzinfo=dt.timezone.utc)

@@ -23,7 +23,7 @@ from clusterwatch.monitor.ingest.store import (
     store_record,
 )
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
-from clusterwatch.monitor.page_slices import host_summary, queue_slice
+from clusterwatch.monitor.record.slices import host_summary, queue_slice
 from tests.monitor.ingest_support import KEY, at, example, new_token
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Pages read the slices of records stored at ingest (`page_slices`): what they show must be
+"""Pages read the slices of records stored at ingest (`record.slices`): what they show must be
 the same as from whole records."""
 
 from __future__ import annotations
@@ -13,13 +13,18 @@ from django.apps import apps
 from django.utils import timezone
 
 from clusterwatch.monitor.models import HostReport, LatestQueue, LatestReport
-from clusterwatch.monitor.page_slices import SLICE_VERSION, host_summary, queue_slice, sliced
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.hosts_view import host_row
-from clusterwatch.monitor.pages.queue_db import REASONS_SHOWN
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.record.slices import (
+    REASONS_SHOWN,
+    SLICE_VERSION,
+    host_summary,
+    queue_slice,
+    sliced,
+)
 
 from .pages_support import (
     QUEUE,

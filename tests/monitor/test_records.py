@@ -1,4 +1,4 @@
-"""records.parse_utc: the fast path for the reporter's form answers as strptime does."""
+"""record.times.parse_utc: the fast path for the reporter's form answers as strptime does."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterwatch.monitor.records import parse_utc
+from clusterwatch.monitor.record.times import parse_utc
 
 UTC = dt.timezone.utc
 

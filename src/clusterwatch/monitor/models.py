@@ -75,7 +75,7 @@ class LatestReport(models.Model):
     key = models.CharField(max_length=128, primary_key=True)
     report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
     collected_at = models.DateTimeField()
-    # What the hosts overview shows of the record (`page_slices.host_summary`), so the page
+    # What the hosts overview shows of the record (`record.slices.host_summary`), so the page
     # never reads the whole record; null on a row no ingest or migration has filled.
     summary = models.JSONField(null=True, blank=True)
 
@@ -89,7 +89,7 @@ class LatestQueue(models.Model):
     key = models.CharField(max_length=128)
     queue = models.CharField(max_length=200, db_index=True)
     report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
-    # What the queue page shows of the record for this queue (`page_slices.queue_slice`).
+    # What the queue page shows of the record for this queue (`record.slices.queue_slice`).
     page_slice = models.JSONField(null=True, blank=True)
 
     class Meta:

@@ -22,7 +22,7 @@ from clusterwatch.monitor.alarms.observation import (
     UNKNOWN,
     Observation,
 )
-from clusterwatch.monitor.records import parse_utc
+from clusterwatch.monitor.record.times import parse_utc
 
 TRACEBACK = "Traceback (most recent call last):"
 

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from clusterwatch.monitor.ingest.errors import Rejection
-from clusterwatch.monitor.records import utc_text
+from clusterwatch.monitor.record.times import utc_text
 
 SETTING = "CLUSTERWATCH_MAX_CLOCK_SKEW_S"
 

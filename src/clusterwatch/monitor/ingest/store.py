@@ -31,8 +31,9 @@ from django.utils import timezone
 from clusterwatch.monitor.ingest.horizon import horizon
 from clusterwatch.monitor.ingest.tokens import valid_key
 from clusterwatch.monitor.models import HostReport, HostToken, JobPush, LatestQueue, LatestReport
-from clusterwatch.monitor.page_slices import host_summary, queue_slice
-from clusterwatch.monitor.records import parse_utc, pushes_in, queues_in
+from clusterwatch.monitor.record.index import pushes_in, queues_in
+from clusterwatch.monitor.record.slices import host_summary, queue_slice
+from clusterwatch.monitor.record.times import parse_utc
 
 # Column limits (models.py), checked here so no database refuses an index row.
 QUEUE_CHARS = 200

@@ -23,7 +23,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from clusterwatch.monitor.ingest import fastschema
 from clusterwatch.monitor.ingest.errors import Rejection
-from clusterwatch.monitor.records import parse_utc
+from clusterwatch.monitor.record.times import parse_utc
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from clusterwatch.monitor import sqlite_tuning
 from clusterwatch.monitor.ingest import access, body, horizon, store, validation
 from clusterwatch.monitor.ingest.errors import Rejection
 from clusterwatch.monitor.models import HostReport, LatestReport
-from clusterwatch.monitor.records import utc_text
+from clusterwatch.monitor.record.times import utc_text
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db import migrations, models
 
-from clusterwatch.monitor.page_slices import host_summary, queue_slice
+from clusterwatch.monitor.record.slices import host_summary, queue_slice
 
 
 def fill_slices(apps: Any, schema_editor: Any) -> None:

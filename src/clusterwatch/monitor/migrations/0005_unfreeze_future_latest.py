@@ -6,8 +6,8 @@ from django.db import migrations
 
 from clusterwatch.monitor.ingest.horizon import horizon
 from clusterwatch.monitor.ingest.store import indexable_queues
-from clusterwatch.monitor.page_slices import host_summary, queue_slice
-from clusterwatch.monitor.records import queues_in
+from clusterwatch.monitor.record.slices import host_summary, queue_slice
+from clusterwatch.monitor.record.index import queues_in
 
 
 def unfreeze(apps: Any, schema_editor: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from django.utils.safestring import SafeString, mark_safe
 
-from clusterwatch.monitor.records import parse_utc
+from clusterwatch.monitor.record.times import parse_utc
 
 # A key is stale once its newest record is older than this many reporting intervals.
 STALE_INTERVALS = 3

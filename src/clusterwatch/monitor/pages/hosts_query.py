@@ -1,5 +1,6 @@
 """What the hosts overview reads of each key's latest record: the summary ingest stored with
-it (`slices.host_summary`), never the whole record, except for a row without a current one."""
+it (`record.slices.host_summary`), never the whole record, except for a row without a
+current one."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clusterwatch.monitor.models import HostReport, LatestReport
-from clusterwatch.monitor.page_slices import sliced
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.record.slices import sliced
 
 
 def latest_slim_records() -> list[StoredRecord]:

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from clusterwatch.monitor.pages.age import Stamp, duration_text, is_stale, stale_after_s, stamp
-from clusterwatch.monitor.pages.reading import counts, error_of, integer, number, obj, text
-from clusterwatch.monitor.pages.source_problems import CALL_DAEMONS, SourceProblem, failed_sources
+from clusterwatch.monitor.pages.source_problems import SourceProblem, failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.record.reading import counts, error_of, integer, number, obj, text
+from clusterwatch.monitor.record.sections import CALL_DAEMONS
 
 
 @dataclass(frozen=True)

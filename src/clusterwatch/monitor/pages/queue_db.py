@@ -17,13 +17,9 @@ from django.utils.safestring import SafeString
 
 from clusterwatch.monitor.pages import queue_rows
 from clusterwatch.monitor.pages.age import Stamp, duration_text, stamp
-from clusterwatch.monitor.pages.reading import counts, error_of, integer, number, obj, text
-
-LIMITS = ("nQueueLimitWorker", "maxWorkers", "nQueueLimitJob", "nNewWorkers")
-EXAMPLES_SHOWN = 3
-# Reasons shown per panel, most workers first; the rest are summed in one line. A queue
-# served by 50 harvesters would otherwise be a page of thousands of reasons.
-REASONS_SHOWN = 5
+from clusterwatch.monitor.record.reading import counts, error_of, integer, number, obj, text
+from clusterwatch.monitor.record.sections import LIMITS, queue_sites
+from clusterwatch.monitor.record.slices import EXAMPLES_SHOWN, REASONS_SHOWN
 
 
 @dataclass(frozen=True)
@@ -243,17 +239,6 @@ def not_finished(database: Mapping[str, Any], sites: list[str],
     return _ranked(f"{source} [{site}]", integer(entry.get("workers")),
                    [(str(name), obj(group)) for name, group in obj(entry.get("reasons")).items()],
                    shown_n)
-
-
-def queue_sites(database: Mapping[str, Any], queue: str) -> list[str]:
-    """The names the `work_table` parts may file the queue's workers under: the queue, then
-    its `pq_table` siteName when that differs."""
-    part = database.get("launch_limits")
-    entry = obj(obj(part).get(queue))
-    site = text(entry.get("siteName"))
-    if error_of(part) is None and entry and site is not None and site != queue:
-        return [queue, site]
-    return [queue]
 
 
 def queue_db(record: Mapping[str, Any], queue: str, now: dt.datetime,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.monitor.pages.age import Stamp, is_stale, stamp
-from clusterwatch.monitor.pages.queue_db import REASONS_SHOWN, QueueDb, queue_db
+from clusterwatch.monitor.pages.queue_db import QueueDb, queue_db
 from clusterwatch.monitor.pages.queue_view import (
     Adjustment,
     FailedCalls,
@@ -20,9 +20,10 @@ from clusterwatch.monitor.pages.queue_view import (
     last_failed_call,
     submission,
 )
-from clusterwatch.monitor.pages.reading import integer, obj, text
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.pages.why import Why, harvester_why, queue_why
+from clusterwatch.monitor.record.reading import integer, obj, text
+from clusterwatch.monitor.record.slices import REASONS_SHOWN
 
 
 @dataclass(frozen=True)

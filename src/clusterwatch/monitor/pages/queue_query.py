@@ -1,7 +1,7 @@
 """The latest records of the keys serving a queue, holding what the queue page shows.
 
 One query over `LatestQueue` (indexed by queue), never over the history, reading each row's
-slice stored at ingest (`slices.queue_slice`): a few KB per harvester instead of its whole
+slice stored at ingest (`record.slices.queue_slice`): a few KB per harvester instead of its whole
 record. A row without a current slice (written before the slices existed, or by an older
 slicing) reads its whole record instead, which shows the same.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clusterwatch.monitor.models import HostReport, LatestQueue
-from clusterwatch.monitor.page_slices import sliced
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.record.slices import sliced
 
 
 def serving(queue: str) -> list[StoredRecord]:

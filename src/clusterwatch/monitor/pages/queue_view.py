@@ -17,8 +17,8 @@ from django.utils.safestring import SafeString
 
 from clusterwatch.monitor.pages import queue_rows
 from clusterwatch.monitor.pages.age import Stamp, stamp
-from clusterwatch.monitor.pages.reading import counts, error_of, integer, obj, text
-from clusterwatch.monitor.pages.source_problems import CALL_DAEMONS
+from clusterwatch.monitor.record.reading import counts, error_of, integer, obj, text
+from clusterwatch.monitor.record.sections import CALL_DAEMONS
 
 WORKER_COUNTS = ("nQueue", "nReady", "nRunning", "nNewWorkers")
 PUSHES_SHOWN = 20

@@ -11,17 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterwatch.monitor.pages.reading import error_of, obj, text
-
-# Where each log-reading section comes from, so an error names the file to look at.
-SECTION_LOGS = {
-    "fetching": "panda-job_fetcher.log",
-    "submission": "panda-submitter.log",
-    "adjustment": "panda-worker_adjuster.log",
-}
-CALL_DAEMONS = ("communicator", "propagator")
-REQUIRED_SECTIONS = ("fetching", "submission", "adjustment", "failed_calls", "daemons",
-                     "processes", "harvester_db", "health", "delivery")
+from clusterwatch.monitor.record.reading import error_of, obj, text
+from clusterwatch.monitor.record.sections import CALL_DAEMONS, REQUIRED_SECTIONS, SECTION_LOGS
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from clusterwatch.monitor.pages.queue_db import EXAMPLES_SHOWN, REASONS_SHOWN, queue_sites
-from clusterwatch.monitor.pages.reading import integer, obj
-from clusterwatch.monitor.pages.source_problems import CALL_DAEMONS, REQUIRED_SECTIONS
+from clusterwatch.monitor.record.reading import integer, obj
+from clusterwatch.monitor.record.sections import (
+    CALL_DAEMONS,
+    LOG_SECTIONS,
+    REQUIRED_SECTIONS,
+    queue_sites,
+)
 
 SLICE_VERSION = 1
-LOG_SECTIONS = ("fetching", "submission", "adjustment")
+# Reasons a queue panel shows, most workers first, and the examples of each; the rest are
+# summed in one line ("and K more reasons (M workers)"). A queue served by 50 harvesters
+# would otherwise be a page of thousands of reasons. They decide what a slice keeps, so they
+# are stated here, with the slicing, and the pages read them from here.
+REASONS_SHOWN = 5
+EXAMPLES_SHOWN = 3
 _VOLUME_FIELDS = ("error", "used_percent", "avail_bytes", "total_bytes")
 _DELIVERY_FIELDS = ("backlog", "dropped", "set_aside", "reasons", "last_error",
                     "last_error_at", "oldest_at", "error")
