@@ -7,17 +7,20 @@ as it was when each channel still classified answers on its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.alertmanager import AlertmanagerChannel
+from clusterwatch.notify.answers import TRANSIENT_CLIENT_STATUSES
 from clusterwatch.notify.channel import Channel
 from clusterwatch.notify.http import HttpPost, HttpResponse
-from clusterwatch.notify.slack import SlackWebhook
+from clusterwatch.notify.slack import PERMANENT_STATUSES, SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 from tests.notify.conftest import T0, CannedPost, make_event
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 OK, KEEP, WAIT, DEAD = ch.DELIVERED, ch.RETRY, ch.DEFER, ch.REJECTED
 WAITS = {"retry-after": "17"}
 
@@ -68,3 +71,25 @@ def test_each_channel_reads_each_answer_as_it_always_did(
     assert [(result.outcome, result.error) for result in results] == list(verdicts)
     for result in results:
         assert result.retry_after == (17.0 if result.outcome == WAIT else None)
+
+
+def delivery_table() -> dict[str, list[str]]:
+    """The README's delivery table: channel -> (delivered, retried, deferred, set aside)."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("| Channel | Delivered when |")
+    rows = text[start:].split("\n\n")[0].splitlines()[2:]
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    return {row[0].split(" (")[0]: row[1:] for row in cells}
+
+
+def test_the_readme_delivery_table_says_what_the_rules_do() -> None:
+    table = delivery_table()
+    assert set(table) == {"Slack incoming webhook", "Alertmanager", "generic JSON webhook"}
+    slack_dead = table["Slack incoming webhook"][3]
+    assert slack_dead == ", ".join(str(status) for status in sorted(PERMANENT_STATUSES))
+    later = sorted(TRANSIENT_CLIENT_STATUSES - {429})
+    for name in ("Alertmanager", "generic JSON webhook"):
+        _, retried, deferred, dead = table[name]
+        assert all(str(status) in retried for status in later), name
+        assert deferred.startswith("429") and dead == "every other 4xx"
+    assert "503 with `Retry-After`" in table["generic JSON webhook"][2]
