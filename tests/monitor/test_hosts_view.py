@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from clusterwatch.monitor.pages.hosts_view import fullest_volume, host_row, hosts_page, size_text
+from clusterwatch.monitor.pages.hosts_view import fullest_volume, host_row, hosts_page, volume_size
 from clusterwatch.monitor.pages.source_problems import failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord
 
@@ -111,7 +111,7 @@ def test_it_lists_keys_with_tokens_that_never_reported() -> None:
 
 
 def test_it_sizes_bytes_in_binary_units() -> None:
-    assert size_text(None) == "—"
-    assert size_text(512) == "512 B"
-    assert size_text(1536) == "1.5 KiB"
-    assert size_text(5 * 2**50) == "5120.0 TiB"
+    assert volume_size(None) == "—"
+    assert volume_size(512) == "512 B"
+    assert volume_size(1536) == "1.5 KiB"
+    assert volume_size(5 * 2**50) == "5120.0 TiB"

@@ -4,7 +4,8 @@ import datetime as dt
 
 import pytest
 
-from clusterwatch.monitor.pages.age import age_text, duration_text, is_stale, stamp
+from clusterwatch.monitor.humanize import age_text, duration_text
+from clusterwatch.monitor.pages.age import is_stale, stamp
 
 NOW = dt.datetime(2026, 10, 2, 18, 31, 5, tzinfo=dt.timezone.utc)
 

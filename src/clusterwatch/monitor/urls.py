@@ -9,6 +9,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("clusterwatch.monitor.ingest.urls")),
-    path("alarms/", include("clusterwatch.monitor.alarms.urls")),
     path("", include("clusterwatch.monitor.pages.urls")),
 ]

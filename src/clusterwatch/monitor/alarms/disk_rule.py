@@ -25,6 +25,7 @@ from clusterwatch.monitor.alarms.observation import (
     split_target,
     target,
 )
+from clusterwatch.monitor.humanize import size_text
 
 
 @dataclass
@@ -104,7 +105,7 @@ def observe_disks(
     for fs in volumes.filesystems.values():
         used = float(fs.reading["used_percent"])
         avail, total = fs.reading["avail_bytes"], fs.reading["total_bytes"]
-        space = f"{used:.1f} % used, {wording.size(avail)} left of {wording.size(total)}"
+        space = f"{used:.1f} % used, {size_text(avail)} left of {size_text(total)}"
         subject = f"{key} {fs.named()}: {space}"
         if used >= limit:
             seen[target(DISK, key, fs.mount)] = Observation(

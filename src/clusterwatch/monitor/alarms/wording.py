@@ -1,23 +1,13 @@
-"""How alarm messages say sizes, times and ages (as the pages do), and how lines are cut."""
+"""How alarm messages say times (spans and ages as the pages do: `humanize`), and how lines
+are cut."""
 
 from __future__ import annotations
 
 import time
 
-from clusterwatch.monitor.pages.age import age_text, duration_text
+from clusterwatch.monitor.humanize import age_text, duration_text
 
-UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 ELLIPSIS = "…"
-
-
-def size(num_bytes: float) -> str:
-    """Binary units with one decimal, as `df -h` reads: 7421703782 -> `6.9 GiB`."""
-    value = float(num_bytes)
-    for unit in UNITS[:-1]:
-        if abs(value) < 1024:
-            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} {UNITS[-1]}"
 
 
 def duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from django.utils.safestring import SafeString, mark_safe
 
+from clusterwatch.monitor.humanize import age_text
 from clusterwatch.monitor.record.times import parse_utc
 
 # A key is stale once its newest record is older than this many reporting intervals.
@@ -37,30 +38,6 @@ class Stamp:
         return mark_safe(  # noqa: S308 - every part is escaped here
             f'<time datetime="{escape(self.iso)}">{escape(self.utc)}</time>, '
             f'<span class="age">{escape(self.age)}</span>')
-
-
-def duration_text(seconds: float) -> str:
-    """A span in the largest two units that matter: "45 s", "4 min", "3 h 5 min", "2 d 3 h"."""
-    whole = int(abs(seconds))
-    if whole < 60:
-        return f"{whole} s"
-    minutes = whole // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
-
-
-def age_text(seconds: float) -> str:
-    """How long ago; a time ahead of the monitor's clock is said as such, not hidden."""
-    if -1 < seconds < 1:
-        return "just now"
-    if seconds < 0:
-        return f"in {duration_text(seconds)} (clock ahead of the monitor)"
-    return f"{duration_text(seconds)} ago"
 
 
 def as_utc(when: Any) -> Optional[dt.datetime]:

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from clusterwatch.monitor.pages.age import Stamp, duration_text, is_stale, stale_after_s, stamp
+from clusterwatch.monitor.humanize import duration_text, size_text
+from clusterwatch.monitor.pages.age import Stamp, is_stale, stale_after_s, stamp
 from clusterwatch.monitor.pages.source_problems import SourceProblem, failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.record.reading import counts, error_of, integer, number, obj, text
@@ -68,16 +69,9 @@ class HostRow:
         return f"silent for {duration_text(self.collected.age_s)}"
 
 
-def size_text(n_bytes: Optional[float]) -> str:
-    """Binary units, one decimal: "75.3 GiB"."""
-    if n_bytes is None:
-        return "—"
-    value = float(n_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+def volume_size(n_bytes: Optional[float]) -> str:
+    """A volume's size as the overview shows it: "—" when the reading has none."""
+    return "—" if n_bytes is None else size_text(n_bytes, largest="TiB")
 
 
 def call_failures(record: Mapping[str, Any], now: dt.datetime) -> list[CallFailures]:
@@ -99,8 +93,8 @@ def fullest_volume(record: Mapping[str, Any]) -> Optional[Volume]:
         used = number(obj(entry).get("used_percent"))
         if used is None or (best is not None and used <= best.used_percent):
             continue
-        best = Volume(str(mount), used, size_text(number(entry.get("avail_bytes"))),
-                      size_text(number(entry.get("total_bytes"))))
+        best = Volume(str(mount), used, volume_size(number(entry.get("avail_bytes"))),
+                      volume_size(number(entry.get("total_bytes"))))
     return best
 
 

@@ -15,8 +15,9 @@ from typing import Any, Optional
 
 from django.utils.safestring import SafeString
 
+from clusterwatch.monitor.humanize import duration_text
 from clusterwatch.monitor.pages import queue_rows
-from clusterwatch.monitor.pages.age import Stamp, duration_text, stamp
+from clusterwatch.monitor.pages.age import Stamp, stamp
 from clusterwatch.monitor.record.reading import counts, error_of, integer, number, obj, text
 from clusterwatch.monitor.record.sections import LIMITS, queue_sites
 from clusterwatch.monitor.record.slices import EXAMPLES_SHOWN, REASONS_SHOWN

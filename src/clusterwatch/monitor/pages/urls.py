@@ -1,11 +1,11 @@
-"""The operators' pages (included at the site root by `clusterwatch.monitor.urls`)."""
+"""The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.urls`)."""
 
 from __future__ import annotations
 
 from django.urls import path
 from django.views.generic import RedirectView
 
-from clusterwatch.monitor.pages import views
+from clusterwatch.monitor.pages import alarms, views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="monitor-hosts", permanent=False)),
@@ -15,4 +15,5 @@ urlpatterns = [
     path("queues/<path:queue>/", views.queue_detail, name="monitor-queue"),
     path("jobs/", views.job_lookup, name="monitor-jobs"),
     path("jobs/<int:pandaid>/", views.job_detail, name="monitor-job"),
+    path("alarms/", alarms.alarm_list, name="monitor-alarms"),
 ]

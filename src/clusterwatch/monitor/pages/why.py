@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.pages.age import Stamp, duration_text, stale_after_s
+from clusterwatch.monitor.humanize import duration_text
+from clusterwatch.monitor.pages.age import Stamp, stale_after_s
 from clusterwatch.monitor.pages.queue_view import Adjustment, FailedCalls, Fetching, Submission
 
 LEVELS = ("ok", "warn", "bad")

@@ -1,4 +1,7 @@
-"""`/alarms/`: what `alarms_status` prints, for operators without a shell on the monitor."""
+"""`/alarms/`: what `alarms_status` prints, for operators without a shell on the monitor.
+
+A page like the others, so it lives with them: the alarms never import the pages.
+"""
 
 from __future__ import annotations
 
