@@ -17,9 +17,9 @@ from clusterwatch.notify.event import Event
 log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 200  # recent delivery attempts kept for `status`
-# What the log tells an operator to do about dead letters; each caller names its own commands.
-WATCH_DEAD_LETTER_HINT = ("see `clusterwatch watch status` and fix the channel, then "
-                          "`clusterwatch watch redeliver`")
+# What the log tells an operator to do about dead letters. Each engine passes its own, naming
+# its own commands; this plain one is for callers that have none.
+DEAD_LETTER_HINT = "fix the channel, then queue them again"
 
 
 @dataclass
@@ -179,7 +179,7 @@ def deliver(
     channels: Sequence[ch.Channel],
     now: float,
     firing: Sequence[Event] = (),
-    dead_letter_hint: str = WATCH_DEAD_LETTER_HINT,
+    dead_letter_hint: str = DEAD_LETTER_HINT,
 ) -> dict[str, ch.SendResult]:
     """One delivery pass: at most one batch per channel, each channel on its own.
 

@@ -43,6 +43,10 @@ from clusterwatch.watch.prometheus import GpuObservation, gpu_file_query, query_
 
 log = logging.getLogger(__name__)
 
+# What the log tells an operator to do about dead letters (the alarms name their own commands).
+DEAD_LETTER_HINT = ("see `clusterwatch watch status` and fix the channel, then "
+                    "`clusterwatch watch redeliver`")
+
 _Obs = TypeVar("_Obs", NodeObservation, GpuObservation)
 
 
@@ -188,7 +192,8 @@ def run_poll(
         records_json = state.save(config.state_dir, watch_state)  # before any send
 
         before = outbox.to_json()
-        results = deliver(outbox, channels, now, firing_events(watch_state.records))
+        results = deliver(outbox, channels, now, firing_events(watch_state.records),
+                          DEAD_LETTER_HINT)
         if outbox.to_json() != before:  # the records are saved already; spare a rewrite
             state.save(config.state_dir, watch_state, records_json)  # records unchanged
         health.write(config, watch_state)
