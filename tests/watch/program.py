@@ -13,7 +13,7 @@ from typing import Optional
 
 import pytest
 
-from .conftest import Pool
+from .support import Pool
 
 
 def child_env(home: Path, unbuffered: bool = False) -> dict[str, str]:

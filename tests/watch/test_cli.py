@@ -20,8 +20,8 @@ from clusterwatch.testing.fake_prometheus import error_response, vector_response
 from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses
 from clusterwatch.watch.exercise import SCENARIOS
 
-from .conftest import TOKEN, Pool, cli
 from .program import child_env
+from .support import TOKEN, Pool, cli
 
 W1, W2, W3 = "worker1.example.org", "worker2.example.org", "worker3.example.org"
 G1, G2, G3 = "192.0.2.10:9100", "192.0.2.11:9100", "192.0.2.12:9100"

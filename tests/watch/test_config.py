@@ -16,7 +16,7 @@ from clusterwatch.testing.fake_prometheus import error_response
 from clusterwatch.testing.http_recorder import HttpRecorder
 from clusterwatch.watch import state
 
-from .conftest import TOKEN, Pool, cli
+from .support import TOKEN, Pool, cli
 
 W1, W2 = "worker1.example.org", "worker2.example.org"
 G1, G2 = "192.0.2.10:9100", "192.0.2.11:9100"

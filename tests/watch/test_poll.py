@@ -15,7 +15,7 @@ from clusterwatch.testing.http_recorder import ScriptedResponse, SlackResponses
 from clusterwatch.watch import state
 from clusterwatch.watch.prometheus import gpu_file_query
 
-from .conftest import T0, Pool
+from .support import T0, Pool
 
 W1, W2 = "worker1.example.org", "worker2.example.org"
 G1, G2 = "192.0.2.10:9100", "192.0.2.11:9100"

@@ -8,7 +8,7 @@ import pytest
 
 from clusterwatch.watch import poll
 
-from .conftest import T0, Pool
+from .support import T0, Pool
 
 
 @pytest.mark.parametrize("enabled", [True, False])

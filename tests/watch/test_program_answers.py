@@ -16,8 +16,8 @@ from clusterwatch.testing.dripping_server import DrippingServer
 from clusterwatch.testing.fake_prometheus import vector_response
 from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, SlackResponses
 
-from .conftest import Pool
 from .program import run_watch
+from .support import Pool
 
 W1, W2 = "worker1.example.org", "worker2.example.org"
 G1, G2 = "192.0.2.10:9100", "192.0.2.11:9100"

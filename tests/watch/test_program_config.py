@@ -14,8 +14,8 @@ import pytest
 
 from clusterwatch.testing.fake_condor import recorded_argv
 
-from .conftest import TOKEN, Pool
 from .program import run_watch
+from .support import TOKEN, Pool
 
 EXIT_CONFIG = 78
 

@@ -19,8 +19,8 @@ import pytest
 
 from clusterwatch.testing.http_recorder import SlackResponses
 
-from .conftest import Pool
 from .program import Run, run_watch
+from .support import Pool
 
 W1, W2 = "worker1.example.org", "worker2.example.org"
 G1, G2 = "192.0.2.10:9100", "192.0.2.11:9100"

@@ -11,7 +11,7 @@ from clusterwatch.notify.outbox import Outbox
 from clusterwatch.watch import state
 from clusterwatch.watch.decisions import Incident, TargetRecord
 
-from .conftest import T0
+from .support import T0
 
 
 def sample_state() -> state.WatchState:
