@@ -1,35 +1,14 @@
-"""Fixtures for the notify tests: loopback servers, a dead port, canned answers, events."""
+"""Fixtures for the notify tests: loopback servers and a dead port (helpers: support.py)."""
 
 from __future__ import annotations
 
-import calendar
 import socket
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Union
+from collections.abc import Iterator
 
 import pytest
 
-from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpResponse, TransportError
 from clusterwatch.testing.http_recorder import HttpRecorder, ScriptedResponse, fake_slack
-
-SECRET = "SECRETTOKEN"
-SECRET_PATH = f"/services/T000/B000/{SECRET}"
-# 2026-10-02 14:16:00Z, the detection time of the spec's example line.
-T0 = float(calendar.timegm((2026, 10, 2, 14, 16, 0)))
-CLIENT_TIMEOUT = 0.5  # seconds; short so that the timeout cases stay fast
-
-
-def make_event(
-    seq: int = 1,
-    t: float = T0,
-    action: str = "alert",
-    target: str = "gpu:192.0.2.10:9100",
-    status: str = "stale",
-    incident: str = "inc-1",
-) -> Event:
-    return Event(seq, t, action, target, status, incident)
+from tests.notify.support import SECRET_PATH
 
 
 @pytest.fixture
@@ -59,31 +38,3 @@ def refused_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}{SECRET_PATH}"
-
-
-Canned = Union[HttpResponse, TransportError]
-
-
-@dataclass
-class Call:
-    url: str
-    body: bytes
-    headers: Mapping[str, str]
-    timeout: float
-
-
-class CannedPost:
-    """Stands in for the HTTP seam: answers from a list (the last one repeats), records calls."""
-
-    def __init__(self, answers: Sequence[Canned]) -> None:
-        self._answers = list(answers)
-        self.calls: list[Call] = []
-
-    def __call__(
-        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
-    ) -> HttpResponse:
-        self.calls.append(Call(url, body, headers, timeout))
-        answer = self._answers[min(len(self.calls), len(self._answers)) - 1]
-        if isinstance(answer, TransportError):
-            raise answer
-        return answer

@@ -13,7 +13,7 @@ from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.http import HttpResponse, TransportError
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.testing.http_recorder import HttpRecorder, ScriptedResponse
-from tests.notify.conftest import CLIENT_TIMEOUT, T0, CannedPost, make_event
+from tests.notify.support import CLIENT_TIMEOUT, T0, CannedPost, make_event
 
 ALERT = make_event(1, T0, "alert", "gpu:192.0.2.10:9100", "stale", "inc-gpu")
 RECOVERY = make_event(2, T0 + 1200.25, "recover", "gpu:192.0.2.10:9100", "fresh", "inc-gpu")

@@ -18,7 +18,7 @@ from clusterwatch.notify.channel import Channel
 from clusterwatch.notify.http import HttpPost, HttpResponse
 from clusterwatch.notify.slack import PERMANENT_STATUSES, SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
-from tests.notify.conftest import T0, CannedPost, make_event
+from tests.notify.support import T0, CannedPost, make_event
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 OK, KEEP, WAIT, DEAD = ch.DELIVERED, ch.RETRY, ch.DEFER, ch.REJECTED

@@ -23,7 +23,7 @@ from clusterwatch.notify.http import TransportError, request
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 from clusterwatch.testing.dripping_server import DrippingServer
-from tests.notify.conftest import SECRET, SECRET_PATH, T0, make_event
+from tests.notify.support import SECRET, SECRET_PATH, T0, make_event
 
 TIMEOUT = 0.5  # seconds for the whole exchange
 DRIP_S = 0.1  # one byte every 0.1 s: each read waits far less than TIMEOUT

@@ -16,7 +16,7 @@ from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses
-from tests.notify.conftest import CLIENT_TIMEOUT, SECRET_PATH, T0
+from tests.notify.support import CLIENT_TIMEOUT, SECRET_PATH, T0
 
 DETAIL = "pandaharvester01 /data: 93.1 % used, 6.9 GiB left of 100.0 GiB (alarm at 90 %)"
 EVENT = Event(1, T0, "alert", "host_disk_space:pandaharvester01:/data", "93.1 %", "inc-1",

@@ -10,27 +10,21 @@ from __future__ import annotations
 import pytest
 
 from clusterwatch.notify.incident import ALARM_ID_BYTES, WATCH_ID_BYTES, incident_id
-from tests.notify.conftest import T0
+from tests.notify.support import T0
 
 
-@pytest.mark.parametrize(("target", "opened", "known"), [
-    ("gpu:192.0.2.10:9100", T0, "464531a4"),
-    ("node:worker.example.org", T0 + 0.25, "cbb34ca7"),
-    ("node:wörker", 1e9, "5dd01993"),
+# The pool watch's ids have 8 hex digits, the alarms' 12.
+@pytest.mark.parametrize(("digest_bytes", "target", "opened", "known"), [
+    (WATCH_ID_BYTES, "gpu:192.0.2.10:9100", T0, "464531a4"),
+    (WATCH_ID_BYTES, "node:worker.example.org", T0 + 0.25, "cbb34ca7"),
+    (WATCH_ID_BYTES, "node:wörker", 1e9, "5dd01993"),
+    (ALARM_ID_BYTES, "host_disk_space:pandaharvester01:/data", T0, "78c49ad72e69"),
+    (ALARM_ID_BYTES, "panda_unreachable:pandaharvester01", T0 + 0.5, "20573a43c3ef"),
+    (ALARM_ID_BYTES, "reporter_stale:osgsub01", 1e9, "aafac029bb4a"),
 ])
-def test_it_names_a_watch_incident_as_it_always_did(target: str, opened: float,
-                                                    known: str) -> None:
-    assert incident_id(target, opened, digest_bytes=WATCH_ID_BYTES) == known
-
-
-@pytest.mark.parametrize(("target", "opened", "known"), [
-    ("host_disk_space:pandaharvester01:/data", T0, "78c49ad72e69"),
-    ("panda_unreachable:pandaharvester01", T0 + 0.5, "20573a43c3ef"),
-    ("reporter_stale:osgsub01", 1e9, "aafac029bb4a"),
-])
-def test_it_names_an_alarm_incident_as_it_always_did(target: str, opened: float,
-                                                     known: str) -> None:
-    assert incident_id(target, opened, digest_bytes=ALARM_ID_BYTES) == known
+def test_it_names_each_engines_incidents_as_it_always_did(digest_bytes: int, target: str,
+                                                          opened: float, known: str) -> None:
+    assert incident_id(target, opened, digest_bytes=digest_bytes) == known
 
 
 def test_it_tells_incidents_of_one_target_apart_by_their_opening_time() -> None:

@@ -15,7 +15,7 @@ from clusterwatch.notify.http import HttpResponse
 from clusterwatch.notify.outbox import HISTORY_LIMIT, Attempt, ChannelState, Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.testing.http_recorder import HttpRecorder, ScriptedResponse, SlackResponses
-from tests.notify.conftest import CLIENT_TIMEOUT, SECRET_PATH, T0, CannedPost
+from tests.notify.support import CLIENT_TIMEOUT, SECRET_PATH, T0, CannedPost
 
 MINUTE = 60.0
 

@@ -6,7 +6,7 @@ import io
 
 from clusterwatch.notify.outbox import Attempt, Outbox
 from clusterwatch.notify.outbox_status import ChannelWording, outbox_sections, write_channels
-from tests.notify.conftest import T0
+from tests.notify.support import T0
 
 PLAIN = ChannelWording(no_channels="channels: none")
 FULL = ChannelWording(no_channels="channels: none", when=lambda t: f"<{t - T0:.0f}>",

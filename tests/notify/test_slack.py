@@ -20,7 +20,7 @@ from clusterwatch.testing.http_recorder import (
     ScriptedResponse,
     SlackResponses,
 )
-from tests.notify.conftest import (
+from tests.notify.support import (
     CLIENT_TIMEOUT,
     SECRET,
     SECRET_PATH,

@@ -12,7 +12,7 @@ from clusterwatch.notify.http import HttpResponse, TransportError
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.webhook import JsonWebhook
 from clusterwatch.testing.http_recorder import HttpRecorder, ScriptedResponse
-from tests.notify.conftest import CLIENT_TIMEOUT, SECRET, T0, CannedPost, make_event
+from tests.notify.support import CLIENT_TIMEOUT, SECRET, T0, CannedPost, make_event
 
 EVENTS = [
     make_event(1, T0, "alert", "node:worker.example.org", "missing", "inc-node"),
