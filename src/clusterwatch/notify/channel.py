@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.http import HttpPost, post
 
 DELIVERED = "delivered"  # the channel acknowledged the batch: drop it from this channel's queue
 RETRY = "retry"  # transient failure: keep the batch, try again next run
@@ -48,6 +49,22 @@ class Channel:
         overtakes its own queued recovery. Failures are not queued: the next run re-states.
         """
         return None
+
+
+class SecretUrlChannel(Channel):
+    """A channel that posts to one URL which is a secret (a webhook URL is a credential, and
+    may embed a token): kept for the request alone, never in a repr, a log or an error."""
+
+    def __init__(
+        self, name: str, url: str, timeout: float = 10.0, http_post: HttpPost = post
+    ) -> None:
+        super().__init__(name)
+        self._url = url
+        self._timeout = timeout
+        self._post = http_post
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
 
 
 def parse_retry_after(value: Optional[str]) -> float:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.answers import AnswerRules, post_batch
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpPost, HttpResponse, post
+from clusterwatch.notify.http import HttpResponse
 
 # Answers after which the same message can never succeed: dead-letter it rather than block
 # the queue. 400 covers invalid_payload and invalid_token, 404 no_service and
@@ -36,20 +36,9 @@ class SlackAnswers(AnswerRules):
 ANSWERS = SlackAnswers()
 
 
-class SlackWebhook(ch.Channel):
+class SlackWebhook(ch.SecretUrlChannel):
     kind = "slack"
     max_batch = 10
-
-    def __init__(
-        self, name: str, webhook_url: str, timeout: float = 10.0, http_post: HttpPost = post
-    ) -> None:
-        super().__init__(name)
-        self._url = webhook_url  # a secret: never logged, never in an error
-        self._timeout = timeout
-        self._post = http_post
-
-    def __repr__(self) -> str:
-        return f"SlackWebhook(name={self.name!r})"
 
     def send(self, events: Sequence[Event], now: float) -> ch.SendResult:
         payload = {"text": "\n".join(event.line() for event in events)}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.answers import AnswerRules, post_batch
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpPost, HttpResponse, post
+from clusterwatch.notify.http import HttpResponse
 
 
 class WebhookAnswers(AnswerRules):
@@ -24,20 +24,9 @@ class WebhookAnswers(AnswerRules):
 ANSWERS = WebhookAnswers()
 
 
-class JsonWebhook(ch.Channel):
+class JsonWebhook(ch.SecretUrlChannel):
     kind = "webhook"
     max_batch = 10
-
-    def __init__(
-        self, name: str, url: str, timeout: float = 10.0, http_post: HttpPost = post
-    ) -> None:
-        super().__init__(name)
-        self._url = url  # may embed a token: treated as a secret
-        self._timeout = timeout
-        self._post = http_post
-
-    def __repr__(self) -> str:
-        return f"JsonWebhook(name={self.name!r})"
 
     def send(self, events: Sequence[Event], now: float) -> ch.SendResult:
         payload = {
