@@ -2,7 +2,9 @@
 
 gunicorn, a private MariaDB, the reporter zipapp run for three harvesters, evaluate_alarms
 with a loopback fake Slack, and the pages read as a logged-in operator. During the
-PostgreSQL pass the monitor's database is a fresh one on that server.
+PostgreSQL pass the monitor's database is a fresh one on that server. Once per session the
+demo also runs from a wheel of this tree installed in a fresh virtual environment outside
+the checkout, as `pip install 'clusterwatch[monitor]'` users run it.
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import socket
 import stat
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +28,12 @@ from clusterwatch.testing.mariadb import MariaDBMissing, binaries
 from clusterwatch.testing.monitor_server import private_database
 
 pytestmark = pytest.mark.integration
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+# pip builds the wheel and installs Django, gunicorn, psycopg and jsonschema into the new
+# environment: a minute or two, more on a slow index.
+PIP_TIMEOUT_S = 900
+DEMO_TIMEOUT_S = 600
 
 
 def _need_mariadb() -> None:
@@ -103,3 +115,68 @@ def test_it_names_what_is_missing_before_starting_anything(
         "clusterwatch monitor demo: mariadbd not found; install it with: sudo apt-get "
         "install ...\n")
     assert not (tmp_path / "d").exists()
+
+
+def _run(command: Sequence[str], what: str, *, cwd: Path, env: dict[str, str],
+         timeout: float) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        pytest.fail(f"{what} failed with status {done.returncode}:\n"
+                    f"{(done.stdout + done.stderr)[-3000:]}", pytrace=False)
+    return done
+
+
+def _outside_env() -> dict[str, str]:
+    """This environment without what would let the checkout or .venv leak into a child."""
+    return {key: value for key, value in os.environ.items()
+            if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+            and not key.startswith(("CLUSTERWATCH_", "DJANGO_"))}
+
+
+@pytest.fixture(scope="session")
+def installed_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin directory of a fresh virtual environment, outside the checkout, holding
+    `clusterwatch[monitor]` installed from a wheel built of this tree (one per session)."""
+    root = tmp_path_factory.mktemp("wheel")
+    assert CHECKOUT not in root.parents
+    # The wheel is built from a copy, so the build's egg-info and build/ never land in the
+    # working tree that other checks are reading.
+    source = root / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(CHECKOUT / name, source / name)
+    shutil.copytree(CHECKOUT / "src", source / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc"))
+    env = _outside_env()
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
+          str(root / "dist"), str(source)], "pip wheel", cwd=root, env=env,
+         timeout=PIP_TIMEOUT_S)
+    wheel = next((root / "dist").glob("clusterwatch-*.whl"))
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], "python -m venv", cwd=root, env=env,
+         timeout=PIP_TIMEOUT_S)
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+          f"{wheel}[monitor]"], "pip install clusterwatch[monitor]", cwd=root, env=env,
+         timeout=PIP_TIMEOUT_S)
+    return venv / "bin"
+
+
+def test_it_runs_from_a_wheel_installed_outside_the_checkout(installed_elsewhere: Path) -> None:
+    _need_mariadb()
+    elsewhere = installed_elsewhere.parent.parent / "run"  # beside the environment
+    elsewhere.mkdir()
+    env = _outside_env()
+    found = _run([str(installed_elsewhere / "python"), "-c",
+                  "import clusterwatch.demo as d; print(d.__file__)"],
+                 "import clusterwatch.demo", cwd=elsewhere, env=env, timeout=60)
+    assert Path(found.stdout.strip()).is_relative_to(installed_elsewhere.parent)
+    done = _run([str(installed_elsewhere / "clusterwatch"), "monitor", "demo", "--check",
+                 "--port", "0", "--data-dir", str(elsewhere / "demo-data")],
+                "clusterwatch monitor demo --check", cwd=elsewhere, env=env,
+                timeout=DEMO_TIMEOUT_S)
+    for line in ("reporter run 3 for pandaharvester01, pandaharvester02, osgharvester03: "
+                 "posted", "pages: logged in as 'operator'; 5 pages answered 200",
+                 "checked: every page answered 200; stopping"):
+        assert line in done.stdout
+    assert "Slack (a loopback fake) received" in done.stdout
