@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from clusterwatch.monitor.pages.hosts_view import fullest_volume, host_row, hosts_page, volume_size
+from clusterwatch.monitor.pages.hosts_page import fullest_volume, host_row, hosts_page, volume_size
 from clusterwatch.monitor.pages.source_problems import failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.record.host_record import parse_record
 
 from .pages_support import example, parse
 
@@ -31,7 +32,7 @@ def test_it_summarises_the_example_record() -> None:
 
 
 def test_it_groups_database_parts_failing_with_one_error() -> None:
-    problems = failed_sources(example())
+    problems = failed_sources(parse_record(example()))
     assert len(problems) == 1
     assert problems[0].error == "cannot read /nonexist: No such file or directory"
     assert problems[0].where == ("harvester_db: launch_limits, service_metrics, workers_ended, "
@@ -48,7 +49,7 @@ def test_it_names_every_kind_of_failed_source() -> None:
     record["harvester_db"] = {"error": "mysql gave no answer within 30 s"}
     record["health"]["volumes"] = {"/": {"error": "statvfs failed"}, "/data": {"same_as": "/"}}
     record["delivery"] = {"error": "buffer unreadable"}
-    where = {problem.where: problem.error for problem in failed_sources(record)}
+    where = {problem.where: problem.error for problem in failed_sources(parse_record(record))}
     assert where["fetching (panda-job_fetcher.log)"] == "RuntimeError: parser bug"
     assert where["submission (panda-submitter.log)"].startswith("cannot open")
     assert where["failed_calls.propagator (panda-propagator.log)"] == "gone"
@@ -57,13 +58,13 @@ def test_it_names_every_kind_of_failed_source() -> None:
     assert where["harvester_db"] == "mysql gave no answer within 30 s"
     assert where["health.volumes[/]"] == "statvfs failed"
     assert where["delivery"] == "buffer unreadable"
-    assert fullest_volume(record) is None
+    assert fullest_volume(parse_record(record)) is None
 
 
 def test_it_reports_a_clean_record_as_without_problems() -> None:
     record = example()
     record["harvester_db"] = {"launch_limits": {}, "workers_now": {}}
-    assert failed_sources(record) == []
+    assert failed_sources(parse_record(record)) == []
 
 
 def test_it_survives_a_record_missing_every_section() -> None:
@@ -82,7 +83,7 @@ def test_it_picks_the_fullest_volume_and_skips_aliases() -> None:
                   "device": "1:1"},
         "/tmp": {"error": "gone"},
     }
-    fullest = fullest_volume(record)
+    fullest = fullest_volume(parse_record(record))
     assert fullest is not None and fullest.mount == "/data" and fullest.used_percent == 93.8
     assert fullest.total == "1.0 TiB" and fullest.avail == "64.0 GiB"
 

@@ -18,15 +18,21 @@ from hypothesis import strategies as st
 
 from clusterwatch.monitor.pages.age import stamp
 from clusterwatch.monitor.pages.cells import esc, job_href
-from clusterwatch.monitor.pages.queue_db import LaunchLimits, NotFinished, Reason, WorkerCounts
-from clusterwatch.monitor.pages.queue_view import (
-    Adjustment,
-    FailedCalls,
-    Fetching,
-    LastFetch,
-    Push,
-    Submission,
+from clusterwatch.monitor.pages.failed_calls import FailedCalls
+from clusterwatch.monitor.pages.queue_logs import Adjustment, Fetching, LastFetch, Push, Submission
+from clusterwatch.monitor.pages.queue_rows import (
+    adjust_rows,
+    calls_failed,
+    calls_rows,
+    fetch_interval_rows,
+    fetch_last_rows,
+    limits_rows,
+    not_finished_rows,
+    submit_pushes,
+    submit_rows,
+    workers_rows,
 )
+from clusterwatch.monitor.pages.queue_workers import LaunchLimits, NotFinished, Reason, WorkerCounts
 
 from .pages_support import QUEUE, example, recent, store
 
@@ -63,7 +69,7 @@ def test_it_links_a_job_under_the_script_prefix_of_the_request() -> None:
 def test_it_escapes_every_record_string_in_the_fetch_rows() -> None:
     fetch = Fetching("s", None, True, 3, 3, [(HOSTILE, 3)], 9, None,
                      LastFetch(AT, HOSTILE, 9, None, HOSTILE, HOSTILE), None)
-    last, interval = str(fetch.last_rows_html), str(fetch.interval_rows_html)
+    last, interval = str(fetch_last_rows(fetch)), str(fetch_interval_rows(fetch))
     assert "<script>" not in last + interval
     assert f'<span class="bad-text">failed</span>: {ESCAPED}</td>' in last
     assert f'<span class="error-class">{ESCAPED}</span>' in last
@@ -78,19 +84,19 @@ def test_it_says_a_fetch_found_no_jobs_or_worked() -> None:
     def outcome(text: str) -> str:
         fetch = Fetching("s", None, True, 1, 0, [], 1, 0,
                          LastFetch(None, None, None, None, text, None), None)
-        return str(fetch.last_rows_html)
+        return str(fetch_last_rows(fetch))
 
     assert '<td><span class="warn-text">no jobs in PanDA</span></td>' in outcome(
         "no jobs in PanDA")
     assert "<td><span>OK</span></td>" in outcome("OK")
     assert "Error class" not in outcome("OK") and "prodSourceLabel" not in outcome("OK")
-    assert str(Fetching("s", None, False, 0, 0, [], None, None, None, None).last_rows_html) == ""
+    assert str(fetch_last_rows(Fetching("s", None, False, 0, 0, [], None, None, None, None))) == ""
 
 
 def test_it_links_pushed_jobs_and_shows_odd_ids_unlinked() -> None:
     pushes = [Push(AT, 7, 6723451), Push(None, None, None), Push(AT, 8, 0), Push(AT, 9, -4)]
-    html = str(Submission("s", None, True, 1, 2, [(HOSTILE, None)], None, 3, AT,
-                          pushes).pushes_html)
+    html = str(submit_pushes(Submission("s", None, True, 1, 2, [(HOSTILE, None)], None, 3, AT,
+                                        pushes)))
     rows = html.split("</tr>")[:-1]
     assert rows[0].endswith('<td>7</td>\n    <td><a href="/jobs/6723451/">6723451</a></td>')
     assert rows[1] == "<tr><td>—</td><td>—</td>\n    <td>—</td>"
@@ -99,35 +105,38 @@ def test_it_links_pushed_jobs_and_shows_odd_ids_unlinked() -> None:
 
 
 def test_it_escapes_the_submission_adjuster_and_call_rows() -> None:
-    submit = str(Submission("s", None, True, None, 2, [(HOSTILE, None)], None, 3, AT,
-                            []).rows_html)
+    submit = str(submit_rows(Submission("s", None, True, None, 2, [(HOSTILE, None)], None, 3,
+                                        AT, [])))
     assert f'<tr><th>{ESCAPED}</th><td class="num">—</td></tr>' in submit
     assert '<td class="num"><span class="bad-text">2</span></td>' in submit
     assert "<tr><th>Job chunks</th><td>3 at <time " in submit
-    adjust = str(Adjustment("s", None, True, None, None, HOSTILE,
-                            [(HOSTILE, HOSTILE), ("", "7")], HOSTILE).rows_html)
+    adjust = str(adjust_rows(Adjustment("s", None, True, None, None, HOSTILE,
+                                        [(HOSTILE, HOSTILE), ("", "7")], HOSTILE)))
     assert f"<td>{ESCAPED} = <strong>—</strong></td>" in adjust
     assert f"<tr><th>Set against</th><td>{ESCAPED}={ESCAPED}, 7</td></tr>" in adjust
     assert f"<tr><th>Message</th><td>{ESCAPED}</td></tr>" in adjust
-    bare = str(Adjustment("s", None, True, None, 4, None, [], None).rows_html)
+    bare = str(adjust_rows(Adjustment("s", None, True, None, 4, None, [], None)))
     assert "<td>limit = <strong>4</strong></td>" in bare and "Set against" not in bare
     calls = FailedCalls("communicator", "s", HOSTILE, None, [(HOSTILE, 2)], None, None)
-    assert str(calls.failed_html) == f'<span class="bad-text">log not readable: {ESCAPED}</span>'
-    assert str(calls.rows_html) == f'<tr><td>{ESCAPED}</td><td class="num">2</td></tr>'
+    assert str(calls_failed(calls)) == (
+        f'<span class="bad-text">log not readable: {ESCAPED}</span>')
+    assert str(calls_rows(calls)) == f'<tr><td>{ESCAPED}</td><td class="num">2</td></tr>'
     quiet = FailedCalls("communicator", "s", None, None, [], None, None)
-    assert str(quiet.failed_html) == "— failed in the interval"
+    assert str(calls_failed(quiet)) == "— failed in the interval"
 
 
 def test_it_escapes_the_database_rows() -> None:
-    limits = str(LaunchLimits("s", None, True, [(HOSTILE, None)], site_name=HOSTILE).rows_html)
+    limits = str(limits_rows(LaunchLimits("s", None, True, [(HOSTILE, None)],
+                                          site_name=HOSTILE)))
     assert f'<tr><th>{ESCAPED}</th><td class="num">—</td></tr>' in limits
     assert f"<tr><th>Site</th><td>{ESCAPED}</td></tr>" in limits
-    counts = str(WorkerCounts("s", None, True, [(HOSTILE, 4)]).rows_html)
+    counts = str(workers_rows(WorkerCounts("s", None, True, [(HOSTILE, 4)])))
     assert counts == f'<tr><td>{ESCAPED}</td><td class="num">4</td></tr>'
-    reasons = str(NotFinished("s", None, True, 4, [Reason(HOSTILE, 4, HOSTILE, [])]).reasons_html)
+    reasons = str(not_finished_rows(NotFinished("s", None, True, 4,
+                                                [Reason(HOSTILE, 4, HOSTILE, [])])))
     assert reasons == (f'<tr><td>{ESCAPED}</td><td class="num">4</td><td>{ESCAPED}</td>\n'
                        '    <td><ul class="plain"></ul></td></tr>')
-    assert isinstance(NotFinished("s").reasons_html, SafeString)
+    assert isinstance(not_finished_rows(NotFinished("s")), SafeString)
 
 
 @pytest.mark.django_db

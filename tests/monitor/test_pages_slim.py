@@ -13,8 +13,8 @@ from django.apps import apps
 from django.utils import timezone
 
 from clusterwatch.monitor.models import HostReport, LatestQueue, LatestReport
+from clusterwatch.monitor.pages.hosts_page import host_row
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
-from clusterwatch.monitor.pages.hosts_view import host_row
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.stored import StoredRecord

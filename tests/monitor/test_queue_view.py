@@ -2,16 +2,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from clusterwatch.monitor.pages.queue_db import Example, LaunchLimits, Reason, queue_db
+from clusterwatch.monitor.pages.failed_calls import failed_calls, last_failed_call
+from clusterwatch.monitor.pages.queue_logs import adjustment, fetching, submission
 from clusterwatch.monitor.pages.queue_page import harvester_panel, queue_page
-from clusterwatch.monitor.pages.queue_view import (
-    adjustment,
-    failed_calls,
-    fetching,
-    last_failed_call,
-    submission,
-)
+from clusterwatch.monitor.pages.queue_rows import limits_by_type, reason_examples
+from clusterwatch.monitor.pages.queue_workers import Example, LaunchLimits, Reason, queue_workers
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.record.host_record import parse_record
 
 from .pages_support import (
     QUEUE,
@@ -29,7 +26,7 @@ NOW = COLLECTED + dt.timedelta(minutes=1)
 
 
 def test_it_reads_the_fetching_of_a_queue_with_times() -> None:
-    fetch = fetching(example(), QUEUE, NOW)
+    fetch = fetching(parse_record(example()), QUEUE, NOW)
     assert fetch.present and fetch.error is None
     assert (fetch.attempts, fetch.failed, fetch.jobs_asked, fetch.jobs_got) == (6, 4, 180, 47)
     assert fetch.errors == [("SSLError", 2), ("ReadTimeout", 1), ("database timeout", 1)]
@@ -41,15 +38,15 @@ def test_it_reads_the_fetching_of_a_queue_with_times() -> None:
 
 
 def test_it_tells_a_no_jobs_answer_from_a_failure() -> None:
-    fetch = fetching(example(), "UM_GREX_PanDA_1", NOW)
+    fetch = fetching(parse_record(example()), "UM_GREX_PanDA_1", NOW)
     assert fetch.last is not None and fetch.last.no_jobs and not fetch.last.failed
-    failing = fetching(all_fetches_failing(example()), QUEUE, NOW)
+    failing = fetching(parse_record(all_fetches_failing(example())), QUEUE, NOW)
     assert failing.all_failed and failing.last is not None and failing.last.failed
     assert failing.last.error_class == "SSLError" and failing.errors == [("SSLError", 6)]
 
 
 def test_it_says_a_queue_without_fetch_lines_is_absent_not_zero() -> None:
-    fetch = fetching(example(), "MWT2_UCORE", NOW)
+    fetch = fetching(parse_record(example()), "MWT2_UCORE", NOW)
     assert not fetch.present and fetch.last is None and fetch.attempts == 0
 
 
@@ -57,7 +54,7 @@ def test_it_reads_submission_and_the_queues_own_pushes_newest_first() -> None:
     record = example()
     record["submission"]["recent_pushes"].append(
         {"at": "2026-10-02T18:25:00Z", "pandaid": 1, "queue": "OTHER", "workerid": 2})
-    submit = submission(record, QUEUE, NOW)
+    submit = submission(parse_record(record), QUEUE, NOW)
     assert (submit.workers_submitted, submit.submit_failures, submit.job_chunks) == (2, 2, 3)
     assert submit.workers_status == [("nQueue", 12), ("nReady", 1), ("nRunning", 80),
                                      ("nNewWorkers", 0)]
@@ -66,7 +63,7 @@ def test_it_reads_submission_and_the_queues_own_pushes_newest_first() -> None:
 
 
 def test_it_keeps_the_failed_call_lines_with_their_times() -> None:
-    calls = failed_calls(example(), NOW)
+    calls = failed_calls(parse_record(example()), NOW)
     assert [call.daemon for call in calls] == ["communicator", "propagator"]
     communicator = calls[0]
     assert communicator.failed == 4
@@ -77,16 +74,17 @@ def test_it_keeps_the_failed_call_lines_with_their_times() -> None:
 
 
 def test_it_reads_the_adjusters_limit_and_what_it_was_set_against() -> None:
-    adjust = adjustment(example(), QUEUE, NOW)
+    adjust = adjustment(parse_record(example()), QUEUE, NOW)
     assert adjust.present and adjust.limit == 400 and adjust.limit_name == "max_workers"
     assert adjust.against == [("n_queue", "5"), ("n_ready", "0"), ("n_running", "412")]
     assert adjust.message is not None and adjust.message.startswith("No n_new_workers")
-    assert adjustment(example(), "MWT2_UCORE", NOW).against == [("n_activated", "7"),
+    assert adjustment(parse_record(example()), "MWT2_UCORE",
+                      NOW).against == [("n_activated", "7"),
                                                                ("queue_limit", "None")]
 
 
 def test_it_reads_the_harvester_database_for_the_queue() -> None:
-    db = queue_db(with_database(example()), QUEUE, NOW)
+    db = queue_workers(parse_record(with_database(example())), QUEUE, NOW)
     assert db.error is None
     assert db.launch_limits.found and db.launch_limits.max_workers == 400
     assert ("nQueueLimitWorker", 50) in db.launch_limits.limits
@@ -105,14 +103,14 @@ def test_it_reads_the_harvester_database_for_the_queue() -> None:
 
 
 def test_it_shows_each_database_part_error() -> None:
-    db = queue_db(example(), QUEUE, NOW)
+    db = queue_workers(parse_record(example()), QUEUE, NOW)
     for part in (db.launch_limits, db.workers_now, db.workers_ended, db.not_finished):
         assert part.error == "cannot read /nonexist: No such file or directory"
         assert not part.found
 
 
 def test_it_says_when_the_database_has_nothing_for_the_queue() -> None:
-    db = queue_db(with_database(example(), queue="ELSEWHERE"), QUEUE, NOW)
+    db = queue_workers(parse_record(with_database(example(), queue="ELSEWHERE")), QUEUE, NOW)
     assert db.launch_limits.error is None and not db.launch_limits.found
     assert not db.workers_now.found and not db.not_finished.found
 
@@ -122,7 +120,7 @@ def test_it_finds_workers_under_the_queues_site_name() -> None:
     database = record["harvester_db"]
     database["launch_limits"][QUEUE]["siteName"] = "BNL"
     database["workers_now"] = {"BNL": {"running": 3}}
-    assert queue_db(record, QUEUE, NOW).workers_now.total == 3
+    assert queue_workers(parse_record(record), QUEUE, NOW).workers_now.total == 3
 
 
 def test_it_groups_raw_candidates_by_the_harvesters_diagnostic() -> None:
@@ -135,7 +133,7 @@ def test_it_groups_raw_candidates_by_the_harvesters_diagnostic() -> None:
         {"workerID": 3, "computingSite": QUEUE, "diagMessage": None},
         {"workerID": 4, "computingSite": "OTHER", "diagMessage": "x"},
     ]
-    not_finished = queue_db(record, QUEUE, NOW).not_finished
+    not_finished = queue_workers(parse_record(record), QUEUE, NOW).not_finished
     assert not_finished.workers == 3
     assert [(r.text, r.count) for r in not_finished.reasons] == [
         ("Condor HoldReason: memory", 2), ("no reason found", 1)]
@@ -172,11 +170,11 @@ def test_it_escapes_the_precomputed_example_and_limit_rows() -> None:
     reason = Reason("r", 2, "condor_event_log", [
         Example("<b>1</b>", None, None, None, "javascript:alert(1)"),
         Example("2", "7.0", "n", "ce", "https://h/a?x=1&y=<2>")])
-    assert str(reason.examples_html) == (
+    assert str(reason_examples(reason)) == (
         "<li>worker &lt;b&gt;1&lt;/b&gt;, batch ?, no node, no CE, javascript:alert(1)</li>"
         '<li>worker 2, batch 7.0, n, ce, <a href="https://h/a?x=1&amp;y=&lt;2&gt;" '
         'rel="noreferrer">log</a></li>')
     limits = LaunchLimits("s", None, True, by_type=[("<i>A</i>", [1, None, 3, 4])])
-    assert str(limits.by_type_html) == (
+    assert str(limits_by_type(limits)) == (
         '<tr><td>&lt;i&gt;A&lt;/i&gt;</td><td class="num">1</td><td class="num">—</td>'
         '<td class="num">3</td><td class="num">4</td></tr>')

@@ -183,6 +183,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # The queue page's rows, made in Python (`{% load queue_rows %}`).
+            "libraries": {"queue_rows": "clusterwatch.monitor.pages.queue_rows"},
         },
     },
 ]

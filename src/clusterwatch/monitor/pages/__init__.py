@@ -1,6 +1,9 @@
-"""The operators' pages: hosts overview, PanDA queue page, job page.
+"""The operators' pages: hosts overview, PanDA queue page, job page, alarms.
 
-The `*_view` modules and `why` are pure: they turn stored records (plain dicts) into plain
-view data, so what a page says can be tested without a database or a browser. `views`
-only reads the few rows a page needs and hands that data to a template.
+Each page's data is built by pure functions from typed records (`record.host_record`):
+`hosts_page`, `queue_page` (with `queue_logs`, `queue_workers`, `failed_calls` and `why`)
+and `job_page`, into plain data classes, so what a page says can be tested without a
+database or a browser. Markup made in Python is in `queue_rows` and `cells`, never on the
+data classes. `views` (and `alarms`) only read the few rows a page needs (`hosts_query`,
+`queue_query`) and hand that data to a template.
 """

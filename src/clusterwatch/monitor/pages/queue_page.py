@@ -8,21 +8,19 @@ from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.monitor.pages.age import Stamp, is_stale, stamp
-from clusterwatch.monitor.pages.queue_db import QueueDb, queue_db
-from clusterwatch.monitor.pages.queue_view import (
+from clusterwatch.monitor.pages.failed_calls import FailedCalls, failed_calls, last_failed_call
+from clusterwatch.monitor.pages.queue_logs import (
     Adjustment,
-    FailedCalls,
     Fetching,
     Submission,
     adjustment,
-    failed_calls,
     fetching,
-    last_failed_call,
     submission,
 )
+from clusterwatch.monitor.pages.queue_workers import QueueWorkers, queue_workers
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.pages.why import Why, harvester_why, queue_why
-from clusterwatch.monitor.record.reading import integer, obj, text
+from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.monitor.record.slices import REASONS_SHOWN
 
 
@@ -47,7 +45,7 @@ class HarvesterPanel:
     failed_calls: list[FailedCalls]
     last_call: Optional[FailedCalls]
     adjustment: Adjustment
-    db: QueueDb
+    db: QueueWorkers
     why: Why
 
 
@@ -66,12 +64,10 @@ class QueuePage:
 def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
                     interval_s: int, reasons_shown: Optional[int] = REASONS_SHOWN,
                     ) -> HarvesterPanel:
-    record = stored.record
+    record = parse_record(stored.record)
     collected = stamp(stored.collected_at, now)
-    raw_interval = obj(record.get("interval"))
-    interval = Interval(stamp(raw_interval.get("since"), now),
-                        integer(raw_interval.get("seconds")),
-                        raw_interval.get("first_run") is True)
+    interval = Interval(stamp(record.interval.since, now), record.interval.seconds,
+                        record.interval.first_run is True)
     fetch = fetching(record, queue, now)
     submit = submission(record, queue, now)
     adjust = adjustment(record, queue, now)
@@ -79,7 +75,7 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
     return HarvesterPanel(
         key=stored.key,
         report_id=stored.report_id,
-        hostname=text(record.get("hostname")),
+        hostname=record.hostname,
         collected=collected,
         received=stamp(stored.received_at, now),
         stale=is_stale(collected, interval_s),
@@ -89,7 +85,7 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
         failed_calls=calls,
         last_call=last_failed_call(calls),
         adjustment=adjust,
-        db=queue_db(record, queue, now, reasons_shown),
+        db=queue_workers(record, queue, now, reasons_shown),
         why=harvester_why(fetch, submit, adjust, calls, collected, interval_s,
                           interval.first_run),
     )

@@ -1,5 +1,7 @@
-"""The queue page's table rows as markup, from the view data of `queue_view` and `queue_db`
-(each a property there: `{{ fetch.last_rows_html }}`).
+"""The queue page's table rows as markup, from the data of `queue_logs`, `failed_calls` and
+`queue_workers`, which know nothing of HTML. The templates use these as filters
+(`{% load queue_rows %}`, then `{{ fetch|fetch_last_rows }}`; the library is named in the
+settings' TEMPLATES).
 
 Made here rather than cell by cell in the template: a queue named by every harvester has 50
 panels of a dozen tables, and per-cell lookups, filters and loop steps were most of the page's
@@ -8,8 +10,7 @@ time. Every record value goes through `cells.esc`; a fragment is marked safe onc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from django import template
 from django.utils.safestring import SafeString
 
 from clusterwatch.monitor.pages.cells import (
@@ -22,15 +23,14 @@ from clusterwatch.monitor.pages.cells import (
     th_row,
     when,
 )
-
-if TYPE_CHECKING:  # the view modules import this one for their properties
-    from clusterwatch.monitor.pages.queue_db import LaunchLimits, NotFinished, Reason, WorkerCounts
-    from clusterwatch.monitor.pages.queue_view import (
-        Adjustment,
-        FailedCalls,
-        Fetching,
-        Submission,
-    )
+from clusterwatch.monitor.pages.failed_calls import FailedCalls
+from clusterwatch.monitor.pages.queue_logs import Adjustment, Fetching, Submission
+from clusterwatch.monitor.pages.queue_workers import (
+    LaunchLimits,
+    NotFinished,
+    Reason,
+    WorkerCounts,
+)
 
 
 def fetch_last_rows(fetch: Fetching) -> SafeString:
@@ -158,3 +158,10 @@ def not_finished_rows(not_finished: NotFinished) -> SafeString:
         f"<td>{esc(reason.source)}</td>\n"
         f'    <td><ul class="plain">{reason_examples(reason)}</ul></td></tr>'
         for reason in not_finished.reasons))
+
+
+register = template.Library()
+for _rows in (fetch_last_rows, fetch_interval_rows, submit_rows, submit_pushes, calls_failed,
+              calls_rows, adjust_rows, limits_rows, limits_by_type, workers_rows,
+              not_finished_rows):
+    register.filter(_rows.__name__, _rows)

@@ -7,12 +7,12 @@ same text together ("harvester_db: launch_limits, workers_now: cannot read ...")
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Optional
 
-from clusterwatch.monitor.record.reading import error_of, obj, text
-from clusterwatch.monitor.record.sections import CALL_DAEMONS, REQUIRED_SECTIONS, SECTION_LOGS
+from clusterwatch.monitor.record.host_record import HostRecord
+from clusterwatch.monitor.record.sections import SECTION_LOGS
 
 
 @dataclass(frozen=True)
@@ -23,49 +23,38 @@ class SourceProblem:
     error: str
 
 
-def _problems_of(record: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+def _problems_of(record: HostRecord) -> Iterable[tuple[str, Optional[str]]]:
+    """(where, error) for every place that may carry an error; None: it does not."""
     # Names in sorted order: PostgreSQL's jsonb does not keep a record's key order.
-    for name in REQUIRED_SECTIONS:
-        if name not in record:
-            yield name, "absent from the record"
-    for name, log in SECTION_LOGS.items():
-        section = record.get(name)
-        if (error := error_of(section)) is not None:
-            yield f"{name} ({log})", error
-        if (error := error_of(obj(section).get("read"))) is not None:
-            yield f"{name} ({log})", error
-    calls = obj(record.get("failed_calls"))
-    for daemon in CALL_DAEMONS:
-        part = calls.get(daemon)
-        for error in (error_of(part), error_of(obj(part).get("read"))):
-            if error is not None:
-                yield f"failed_calls.{daemon} (panda-{daemon}.log)", error
-    daemons = record.get("daemons")
-    if (error := error_of(daemons)) is not None:
-        yield "daemons", error
-    else:
-        for log, entry in sorted(obj(daemons).items()):
-            if (error := error_of(entry)) is not None:
-                yield f"daemons.{log}", error
-    if (error := error_of(record.get("processes"))) is not None:
-        yield "processes", error
-    database = obj(record.get("harvester_db"))
-    if (error := error_of(database)) is not None:
-        yield "harvester_db", error
-    for part, value in sorted(database.items()):
-        if part != "error" and (error := error_of(value)) is not None:
-            yield f"harvester_db.{part}", error
-    if (error := text(database.get("queue_config_error"))) is not None:
-        yield "harvester_db.queue_config", error
-    volumes = obj(record.get("health")).get("volumes")
-    if (error := error_of(volumes)) is not None:
-        yield "health.volumes", error
-    else:
-        for mount, entry in sorted(obj(volumes).items()):
-            if (error := error_of(entry)) is not None:
-                yield f"health.volumes[{mount}]", error
-    if (error := error_of(record.get("delivery"))) is not None:
-        yield "delivery", error
+    for name in record.missing_sections:
+        yield name, "absent from the record"
+    for name, section in (("fetching", record.fetching), ("submission", record.submission),
+                          ("adjustment", record.adjustment)):
+        where = f"{name} ({SECTION_LOGS[name]})"
+        yield where, section.error
+        yield where, section.read.error
+    for daemon, calls in record.failed_calls.by_daemon():
+        where = f"failed_calls.{daemon} (panda-{daemon}.log)"
+        yield where, calls.error
+        yield where, calls.read.error
+    daemons = record.daemons
+    yield "daemons", daemons.error
+    if daemons.error is None:
+        for log, entry in sorted(daemons.logs.items()):
+            yield f"daemons.{log}", entry.error
+    yield "processes", record.processes.error
+    database = record.harvester_db
+    yield "harvester_db", database.error
+    for part, error in database.part_errors.items():
+        yield f"harvester_db.{part}", error
+    yield "harvester_db.queue_config", database.queue_config_error
+    volumes = record.health.volumes
+    if volumes is not None:
+        yield "health.volumes", volumes.error
+        if volumes.error is None:
+            for mount, reading in sorted(volumes.mounts.items()):
+                yield f"health.volumes[{mount}]", reading.error if reading else None
+    yield "delivery", record.delivery.error
 
 
 def _places(wheres: list[str]) -> str:
@@ -80,10 +69,12 @@ def _places(wheres: list[str]) -> str:
         for section, parts in sections.items())
 
 
-def failed_sources(record: Mapping[str, Any]) -> list[SourceProblem]:
+def failed_sources(record: HostRecord) -> list[SourceProblem]:
     """Every source carrying an error, parts with the same error text shown together."""
     grouped: dict[str, list[str]] = {}
     for where, error in _problems_of(record):
+        if error is None:
+            continue
         places = grouped.setdefault(error, [])
         if where not in places:
             places.append(where)

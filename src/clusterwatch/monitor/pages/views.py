@@ -18,9 +18,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.models import HostReport, HostTokenKey, JobPush, LatestQueue
+from clusterwatch.monitor.pages.hosts_page import hosts_page
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
-from clusterwatch.monitor.pages.hosts_view import hosts_page
-from clusterwatch.monitor.pages.job_view import PushSeen, clean_queue_name, job_page, job_queue
+from clusterwatch.monitor.pages.job_page import PushSeen, clean_queue_name, job_page, job_queue
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.stored import StoredRecord

@@ -15,7 +15,8 @@ from typing import Optional
 
 from clusterwatch.monitor.humanize import duration_text
 from clusterwatch.monitor.pages.age import Stamp, stale_after_s
-from clusterwatch.monitor.pages.queue_view import Adjustment, FailedCalls, Fetching, Submission
+from clusterwatch.monitor.pages.failed_calls import FailedCalls
+from clusterwatch.monitor.pages.queue_logs import Adjustment, Fetching, Submission
 
 LEVELS = ("ok", "warn", "bad")
 _NO_NEW_WORKERS = re.compile(r"^\s*no n_new_workers since (.+)$", re.IGNORECASE)

@@ -1,7 +1,8 @@
-"""Defensive access to a stored record.
+"""Tolerant readers of the JSON values in a stored record.
 
-Records are validated against the schema on ingest, but a page must never fail on one: an
-older schema, a hand-inserted row or a reporter bug must show as "—", not as a 500.
+Records are validated against the schema on ingest, but reading one must never fail: an
+older schema, a hand-inserted row or a reporter bug must show as "—", not as a 500. Each
+reader answers None (or an empty value) for anything that is not what the schema says.
 """
 
 from __future__ import annotations
@@ -9,12 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
+# (name, count) pairs, largest first, then by name: the order every page lists counts in.
+Counts = tuple[tuple[str, int], ...]
+
 
 def obj(value: Any) -> Mapping[str, Any]:
     """`value` when it is a JSON object, else an empty one."""
     # `type(...) is dict` first: a page makes thousands of these checks, and the ABC's
     # isinstance is several times slower for the dicts that JSON decoding gives.
     return value if type(value) is dict or isinstance(value, Mapping) else {}
+
+
+def is_obj(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def integer(value: Any) -> Optional[int]:
@@ -34,6 +42,22 @@ def text(value: Any) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
+def boolean(value: Any) -> Optional[bool]:
+    return value if isinstance(value, bool) else None
+
+
+def label(value: Any) -> Optional[str]:
+    """An identifier the record may give as a number or as text, as text."""
+    return None if value is None else str(value)
+
+
+def texts(value: Any) -> tuple[str, ...]:
+    """The strings of a JSON array (anything else in it left out)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(item for item in value if isinstance(item, str))
+
+
 def error_of(value: Any) -> Optional[str]:
     """The `error` a source carries in place of its content (schema: `{"error": "..."}`)."""
     found = obj(value).get("error")
@@ -42,8 +66,8 @@ def error_of(value: Any) -> Optional[str]:
     return found if isinstance(found, str) else repr(found)
 
 
-def counts(value: Any) -> list[tuple[str, int]]:
+def counts(value: Any) -> Counts:
     """A `{name: count}` object as (name, count) pairs, largest first, then by name."""
     pairs = [(str(name), n) for name, raw in obj(value).items()
              if (n := integer(raw)) is not None]
-    return sorted(pairs, key=lambda pair: (-pair[1], pair[0]))
+    return tuple(sorted(pairs, key=lambda pair: (-pair[1], pair[0])))

@@ -130,7 +130,7 @@ def _queue_database(value: Any, queue: str) -> dict[str, Any]:
 
 
 def queue_slice(record: Mapping[str, Any], queue: str) -> dict[str, Any]:
-    """What the queue page (`queue_page.harvester_panel`) reads of `record` for `queue`."""
+    """What the queue page (`pages.queue_page.harvester_panel`) reads of `record` for `queue`."""
     found: dict[str, Any] = _pick(record, "hostname", "interval")
     for section in LOG_SECTIONS:
         if section in record:
@@ -175,7 +175,7 @@ def _health(value: Any) -> dict[str, Any]:
 
 
 def host_summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What the hosts overview (`hosts_view.host_row`) reads of `record`."""
+    """What the hosts overview (`pages.hosts_page.host_row`) reads of `record`."""
     found: dict[str, Any] = _pick(record, "hostname", "reporter_version")
     readers: dict[str, Callable[[Any], dict[str, Any]]] = {
         **{section: (lambda value: _log_section(value, None)) for section in LOG_SECTIONS},

@@ -9,17 +9,10 @@ from typing import Any, Optional
 
 from clusterwatch.monitor.humanize import duration_text, size_text
 from clusterwatch.monitor.pages.age import Stamp, is_stale, stale_after_s, stamp
+from clusterwatch.monitor.pages.failed_calls import FailedCalls, failed_calls
 from clusterwatch.monitor.pages.source_problems import SourceProblem, failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord
-from clusterwatch.monitor.record.reading import counts, error_of, integer, number, obj, text
-from clusterwatch.monitor.record.sections import CALL_DAEMONS
-
-
-@dataclass(frozen=True)
-class CallFailures:
-    daemon: str
-    failed: int
-    last_at: Optional[Stamp]
+from clusterwatch.monitor.record.host_record import HostRecord, parse_record
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,7 @@ class HostRow:
     collected: Optional[Stamp]
     stale: bool
     problems: list[SourceProblem]
-    call_failures: list[CallFailures]
+    call_failures: list[FailedCalls]  # the daemons with failed calls
     delivery: Delivery
     fullest: Optional[Volume]
     processes: Optional[int]
@@ -74,63 +67,53 @@ def volume_size(n_bytes: Optional[float]) -> str:
     return "—" if n_bytes is None else size_text(n_bytes, largest="TiB")
 
 
-def call_failures(record: Mapping[str, Any], now: dt.datetime) -> list[CallFailures]:
-    calls = obj(record.get("failed_calls"))
-    found = []
-    for daemon in CALL_DAEMONS:
-        part = obj(calls.get(daemon))
-        failed = integer(part.get("failed"))
-        if failed:
-            found.append(CallFailures(daemon, failed, stamp(obj(part.get("last")).get("at"),
-                                                            now)))
-    return found
-
-
-def fullest_volume(record: Mapping[str, Any]) -> Optional[Volume]:
+def fullest_volume(record: HostRecord) -> Optional[Volume]:
     """The volume with the highest use; aliases (`same_as`) and unreadable ones skipped."""
+    volumes = record.health.volumes
     best: Optional[Volume] = None
-    for mount, entry in sorted(obj(obj(record.get("health")).get("volumes")).items()):
-        used = number(obj(entry).get("used_percent"))
-        if used is None or (best is not None and used <= best.used_percent):
+    for mount, entry in sorted((volumes.mounts if volumes else {}).items()):
+        used = entry.used_percent if entry else None
+        if entry is None or used is None or (best is not None and used <= best.used_percent):
             continue
-        best = Volume(str(mount), used, volume_size(number(entry.get("avail_bytes"))),
-                      volume_size(number(entry.get("total_bytes"))))
+        best = Volume(mount, used, volume_size(entry.avail_bytes),
+                      volume_size(entry.total_bytes))
     return best
 
 
-def delivery(record: Mapping[str, Any], now: dt.datetime) -> Delivery:
-    section = obj(record.get("delivery"))
+def delivery(record: HostRecord, now: dt.datetime) -> Delivery:
+    section = record.delivery
     return Delivery(
-        backlog=integer(section.get("backlog")),
-        dropped=integer(section.get("dropped")),
-        set_aside=integer(section.get("set_aside")),
-        reasons=counts(section.get("reasons")),
-        last_error=text(section.get("last_error")),
-        last_error_at=stamp(section.get("last_error_at"), now),
-        oldest_at=stamp(section.get("oldest_at"), now),
-        error=error_of(section),
+        backlog=section.backlog,
+        dropped=section.dropped,
+        set_aside=section.set_aside,
+        reasons=list(section.reasons),
+        last_error=section.last_error,
+        last_error_at=stamp(section.last_error_at, now),
+        oldest_at=stamp(section.oldest_at, now),
+        error=section.error,
     )
 
 
-def host_row(key: str, report_id: int, record: Mapping[str, Any],
+def host_row(key: str, report_id: int, stored: Mapping[str, Any],
              collected_at: dt.datetime, queues: Sequence[str], now: dt.datetime,
              interval_s: int) -> HostRow:
+    """The row of one key, from its latest record (or the summary stored with it)."""
+    record = parse_record(stored)
     collected = stamp(collected_at, now)
     return HostRow(
         key=key,
         report_id=report_id,
-        hostname=text(record.get("hostname")),
-        reporter_version=text(record.get("reporter_version")),
+        hostname=record.hostname,
+        reporter_version=record.reporter_version,
         collected=collected,
         stale=is_stale(collected, interval_s),
         problems=failed_sources(record),
-        call_failures=call_failures(record, now),
+        call_failures=[calls for calls in failed_calls(record, now) if calls.failed],
         delivery=delivery(record, now),
         fullest=fullest_volume(record),
-        processes=integer(obj(record.get("processes")).get("count")),
+        processes=record.processes.count,
         queues=sorted(queues),
     )
-
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,212 @@
+"""The record's `harvester_db` section, typed: what the harvester's own database said when the
+record was collected (`pq_table`'s launch limits, `work_table`'s workers).
+
+The schema leaves the parts open (`{"type": "object"}`); their shapes are those
+`reporter/harvester_db.py` and `reporter/record.py` build. Each part is `{"error": ...}` or
+keyed by queue (launch limits) or computingSite (workers), and a part that is not what it
+should be reads as empty, never as a failure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Optional, TypeVar
+
+from clusterwatch.monitor.record.reading import (
+    Counts,
+    counts,
+    error_of,
+    integer,
+    is_obj,
+    label,
+    number,
+    obj,
+    text,
+)
+from clusterwatch.monitor.record.sections import LIMITS
+from clusterwatch.monitor.record.times import parse_utc
+
+EntryT = TypeVar("EntryT")
+
+
+@dataclass(frozen=True)
+class WorkerLimits:
+    """`pq_table`'s limits, in `LIMITS` order (the harvester's names)."""
+
+    nQueueLimitWorker: Optional[int] = None
+    maxWorkers: Optional[int] = None
+    nQueueLimitJob: Optional[int] = None
+    nNewWorkers: Optional[int] = None
+
+    def pairs(self) -> list[tuple[str, Optional[int]]]:
+        return [(name, getattr(self, name)) for name in LIMITS]
+
+
+@dataclass(frozen=True)
+class QueueLaunchLimits(WorkerLimits):
+    by_type: Mapping[str, WorkerLimits] = field(default_factory=dict)  # by "jobType/resourceType"
+    siteName: Optional[str] = None
+    jobFetchTime: Optional[dt.datetime] = None
+    submitTime: Optional[dt.datetime] = None
+
+
+@dataclass(frozen=True)
+class EndedWorkers:
+    by_status: Counts = ()
+    finished_median_run_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class WorkerExample:
+    worker: Optional[str] = None
+    batch_id: Optional[str] = None
+    node: Optional[str] = None
+    ce: Optional[str] = None
+    log_url: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ReasonGroup:
+    """Workers that did not finish, for one reason of the batch system."""
+
+    count: Optional[int] = None
+    source: Optional[str] = None  # where the reason was read: condor_event_log, harvester_diag...
+    examples: tuple[WorkerExample, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotFinishedWorkers:
+    workers: Optional[int] = None
+    reasons: Mapping[str, ReasonGroup] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """A raw `work_table` row of a worker that did not finish, as older reporters sent them
+    (`workers_not_finished_candidates`) instead of the grouped part."""
+
+    computingSite: Optional[str] = None
+    diagMessage: Optional[str] = None
+    workerID: Optional[str] = None
+    batchID: Optional[str] = None
+    nodeID: Optional[str] = None
+    computingElement: Optional[str] = None
+    batchLog: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class DbPart(Generic[EntryT]):
+    """One part: its error, or its entries by queue or computingSite."""
+
+    error: Optional[str] = None
+    entries: Mapping[str, EntryT] = field(default_factory=dict)
+
+    def first_of(self, names: Iterable[str]) -> tuple[Optional[str], Optional[EntryT]]:
+        """The first of `names` with an entry, and that entry."""
+        for name in names:
+            if name in self.entries:
+                return name, self.entries[name]
+        return None, None
+
+
+@dataclass(frozen=True)
+class HarvesterDb:
+    error: Optional[str] = None
+    queue_config_error: Optional[str] = field(
+        default=None, metadata={"beyond_schema": "reporter/record.py sends it; the schema "
+                                                 "leaves harvester_db open"})
+    launch_limits: DbPart[QueueLaunchLimits] = DbPart()
+    workers_now: DbPart[Counts] = DbPart()
+    workers_ended: DbPart[EndedWorkers] = DbPart()
+    # None when the record has no grouped part (absent or null): an older reporter, whose
+    # raw rows are then the candidates below.
+    workers_not_finished: Optional[DbPart[NotFinishedWorkers]] = None
+    workers_not_finished_candidates: Optional[tuple[CandidateRow, ...]] = field(
+        default=None, metadata={"beyond_schema": "older reporters' raw rows"})
+    service_metrics: Mapping[str, Any] = field(default_factory=dict)  # kept as sent
+    # The error of every part that failed, by part name in sorted order (also parts this
+    # monitor does not know yet).
+    part_errors: Mapping[str, str] = field(default_factory=dict, metadata={"derived": True})
+
+
+def _part(value: Any, entry: Callable[[Mapping[str, Any]], EntryT],
+          empty_says_nothing: bool = False) -> DbPart[EntryT]:
+    part = obj(value)
+    return DbPart(error_of(part), {
+        name: entry(found) for name, found in part.items()
+        if is_obj(found) and (found or not empty_says_nothing)})
+
+
+def _limits(values: Any) -> WorkerLimits:
+    found = obj(values)
+    return WorkerLimits(*(integer(found.get(name)) for name in LIMITS))
+
+
+def _launch_limits(entry: Mapping[str, Any]) -> QueueLaunchLimits:
+    return QueueLaunchLimits(
+        nQueueLimitWorker=integer(entry.get("nQueueLimitWorker")),
+        maxWorkers=integer(entry.get("maxWorkers")),
+        nQueueLimitJob=integer(entry.get("nQueueLimitJob")),
+        nNewWorkers=integer(entry.get("nNewWorkers")),
+        by_type={str(kind): _limits(values) for kind, values in obj(entry.get("by_type")).items()},
+        siteName=text(entry.get("siteName")),
+        jobFetchTime=parse_utc(entry.get("jobFetchTime")),
+        submitTime=parse_utc(entry.get("submitTime")),
+    )
+
+
+def _ended(entry: Mapping[str, Any]) -> EndedWorkers:
+    return EndedWorkers(counts(entry.get("by_status")), number(entry.get("finished_median_run_s")))
+
+
+def _example(value: Any) -> WorkerExample:
+    found = obj(value)
+    return WorkerExample(label(found.get("worker")), label(found.get("batch_id")),
+                         text(found.get("node")), text(found.get("ce")),
+                         text(found.get("log_url")))
+
+
+def _reason(value: Any) -> ReasonGroup:
+    group = obj(value)
+    examples = group.get("examples")
+    return ReasonGroup(integer(group.get("count")), text(group.get("source")),
+                       tuple(map(_example, examples)) if isinstance(examples, list) else ())
+
+
+def _not_finished(entry: Mapping[str, Any]) -> NotFinishedWorkers:
+    return NotFinishedWorkers(integer(entry.get("workers")),
+                              {str(name): _reason(group)
+                               for name, group in obj(entry.get("reasons")).items()})
+
+
+def _candidates(value: Any) -> Optional[tuple[CandidateRow, ...]]:
+    if not isinstance(value, list):
+        return None
+    return tuple(CandidateRow(text(row.get("computingSite")), text(row.get("diagMessage")),
+                              label(row.get("workerID")), label(row.get("batchID")),
+                              text(row.get("nodeID")), text(row.get("computingElement")),
+                              text(row.get("batchLog")))
+                 for row in value if is_obj(row))
+
+
+def harvester_db(value: Any) -> HarvesterDb:
+    database = obj(value)
+    not_finished = database.get("workers_not_finished")
+    return HarvesterDb(
+        error=error_of(database),
+        queue_config_error=text(database.get("queue_config_error")),
+        # A queue's limits entry with nothing in it is no pq_table row for the queue.
+        launch_limits=_part(database.get("launch_limits"), _launch_limits,
+                            empty_says_nothing=True),
+        workers_now=_part(database.get("workers_now"), counts),
+        workers_ended=_part(database.get("workers_ended"), _ended),
+        workers_not_finished=None if not_finished is None
+        else _part(not_finished, _not_finished),
+        workers_not_finished_candidates=_candidates(
+            database.get("workers_not_finished_candidates")),
+        service_metrics=obj(database.get("service_metrics")),
+        part_errors={part: error for part, found in sorted(database.items())
+                     if part != "error" and (error := error_of(found)) is not None},
+    )

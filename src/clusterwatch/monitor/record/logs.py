@@ -1,0 +1,266 @@
+"""The record's log sections, typed: `fetching`, `submission`, `adjustment` (one harvester
+log each, by PanDA queue) and `failed_calls` (the communicator's and propagator's logs).
+
+Each type names its fields as the schema names them (record-v1.schema.json; a test holds the
+two together). A value that is not what the schema says reads as None or empty, so a record
+of an older reporter, or a damaged one, still reads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from clusterwatch.monitor.record.reading import (
+    Counts,
+    boolean,
+    counts,
+    error_of,
+    integer,
+    is_obj,
+    obj,
+    text,
+)
+from clusterwatch.monitor.record.sections import CALL_DAEMONS
+from clusterwatch.monitor.record.times import parse_utc
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """How much of the section's log was read (`$defs/read`); `error` when it could not be."""
+
+    bytes: Optional[int] = None
+    rotated: Optional[bool] = None
+    truncated: Optional[bool] = None
+    first_run: Optional[bool] = None
+    error: Optional[str] = None
+    rotated_files: Optional[int] = None
+    lost_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class FetchAttempt:
+    """A queue's last job fetch."""
+
+    at: Optional[dt.datetime] = None
+    label: Optional[str] = None
+    asked: Optional[int] = None
+    got: Optional[int] = None
+    outcome: Optional[str] = None
+    error_class: Optional[str] = None  # set exactly when the fetch failed
+
+
+@dataclass(frozen=True)
+class FetchQueue:
+    attempts: Optional[int] = None
+    jobs_asked: Optional[int] = None
+    jobs_got: Optional[int] = None
+    failed: Optional[int] = None
+    errors: Counts = ()  # failed fetches by error class
+    last: Optional[FetchAttempt] = None
+    last_got_jobs_at: Optional[dt.datetime] = None
+
+
+@dataclass(frozen=True)
+class FetchingLog:
+    read: LogRead = LogRead()
+    error: Optional[str] = None
+    # Queues with an entry: an empty entry, or one that is no object, says nothing.
+    queues: Mapping[str, FetchQueue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkersStatus:
+    """The worker counts the submitter last logged for a queue, in the schema's order."""
+
+    nQueue: Optional[int] = None  # the harvester's names, as the reporter sends them
+    nReady: Optional[int] = None
+    nRunning: Optional[int] = None
+    nNewWorkers: Optional[int] = None
+
+    def pairs(self) -> list[tuple[str, Optional[int]]]:
+        return [("nQueue", self.nQueue), ("nReady", self.nReady),
+                ("nRunning", self.nRunning), ("nNewWorkers", self.nNewWorkers)]
+
+
+@dataclass(frozen=True)
+class SubmitQueue:
+    workers_submitted: Optional[int] = None
+    submit_failures: Optional[int] = None
+    workers_status: Optional[WorkersStatus] = None  # None: not logged as an object
+    workers_status_at: Optional[dt.datetime] = None
+    job_chunks: Optional[int] = None
+    job_chunks_at: Optional[dt.datetime] = None
+
+
+@dataclass(frozen=True)
+class WorkerPush:
+    """A worker the submitter pushed for a PanDA job (`$defs/push`)."""
+
+    at: Optional[dt.datetime] = None
+    queue: Optional[str] = None
+    workerid: Optional[int] = None
+    pandaid: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class SubmissionLog:
+    read: LogRead = LogRead()
+    error: Optional[str] = None
+    queues: Mapping[str, SubmitQueue] = field(default_factory=dict)
+    recent_pushes: tuple[WorkerPush, ...] = ()
+
+
+@dataclass(frozen=True)
+class AdjusterLimit:
+    """The last limit the worker adjuster logged for a queue."""
+
+    at: Optional[dt.datetime] = None
+    limit: Optional[int] = None
+    limit_name: Optional[str] = None
+    # What the limit was set against: `{name: value}` as logged, or one bare value; the
+    # schema leaves it open, so it is kept as sent.
+    against: Any = None
+    message: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class AdjustmentLog:
+    read: LogRead = LogRead()
+    error: Optional[str] = None
+    queues: Mapping[str, AdjusterLimit] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LastCall:
+    at: Optional[dt.datetime] = None
+    line: Optional[str] = None  # the log line, which names the cause
+
+
+@dataclass(frozen=True)
+class DaemonCalls:
+    """One daemon's failed calls to the PanDA server in the interval (`$defs/failed_daemon`):
+    host-wide, not per queue."""
+
+    read: LogRead = LogRead()
+    error: Optional[str] = None
+    failed: Optional[int] = None
+    by_call_and_class: Counts = ()
+    last: Optional[LastCall] = None
+
+
+@dataclass(frozen=True)
+class FailedCallsLog:
+    communicator: DaemonCalls = DaemonCalls()
+    propagator: DaemonCalls = DaemonCalls()
+
+    def by_daemon(self) -> list[tuple[str, DaemonCalls]]:
+        """(daemon, its calls) in `CALL_DAEMONS` order."""
+        return [(daemon, getattr(self, daemon)) for daemon in CALL_DAEMONS]
+
+
+def _read(value: Any) -> LogRead:
+    part = obj(value)
+    if not part:
+        return LogRead()
+    return LogRead(integer(part.get("bytes")), boolean(part.get("rotated")),
+                   boolean(part.get("truncated")), boolean(part.get("first_run")),
+                   error_of(part), integer(part.get("rotated_files")),
+                   integer(part.get("lost_bytes")))
+
+
+def _entries(section: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The section's queue entries that say something (non-empty objects)."""
+    return [(name, entry) for name, entry in obj(section.get("queues")).items()
+            if is_obj(entry) and entry]
+
+
+def _fetch_attempt(last: Mapping[str, Any]) -> FetchAttempt:
+    return FetchAttempt(parse_utc(last.get("at")), text(last.get("label")),
+                        integer(last.get("asked")), integer(last.get("got")),
+                        text(last.get("outcome")), text(last.get("error_class")))
+
+
+def _fetch_queue(entry: Mapping[str, Any]) -> FetchQueue:
+    last = entry.get("last")
+    return FetchQueue(
+        attempts=integer(entry.get("attempts")),
+        jobs_asked=integer(entry.get("jobs_asked")),
+        jobs_got=integer(entry.get("jobs_got")),
+        failed=integer(entry.get("failed")),
+        errors=counts(entry.get("errors")),
+        last=_fetch_attempt(obj(last)) if is_obj(last) else None,
+        last_got_jobs_at=parse_utc(entry.get("last_got_jobs_at")),
+    )
+
+
+def fetching_log(value: Any) -> FetchingLog:
+    section = obj(value)
+    return FetchingLog(_read(section.get("read")), error_of(section),
+                       {name: _fetch_queue(entry) for name, entry in _entries(section)})
+
+
+def _workers_status(status: Mapping[str, Any]) -> WorkersStatus:
+    return WorkersStatus(integer(status.get("nQueue")), integer(status.get("nReady")),
+                         integer(status.get("nRunning")), integer(status.get("nNewWorkers")))
+
+
+def _submit_queue(entry: Mapping[str, Any]) -> SubmitQueue:
+    status = entry.get("workers_status")
+    return SubmitQueue(
+        workers_submitted=integer(entry.get("workers_submitted")),
+        submit_failures=integer(entry.get("submit_failures")),
+        workers_status=_workers_status(obj(status)) if is_obj(status) else None,
+        workers_status_at=parse_utc(entry.get("workers_status_at")),
+        job_chunks=integer(entry.get("job_chunks")),
+        job_chunks_at=parse_utc(entry.get("job_chunks_at")),
+    )
+
+
+def _pushes(value: Any) -> tuple[WorkerPush, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(WorkerPush(parse_utc(push.get("at")), text(push.get("queue")),
+                            integer(push.get("workerid")), integer(push.get("pandaid")))
+                 for push in map(obj, value) if push)
+
+
+def submission_log(value: Any) -> SubmissionLog:
+    section = obj(value)
+    return SubmissionLog(_read(section.get("read")), error_of(section),
+                         {name: _submit_queue(entry) for name, entry in _entries(section)},
+                         _pushes(section.get("recent_pushes")))
+
+
+def _adjuster_limit(entry: Mapping[str, Any]) -> AdjusterLimit:
+    return AdjusterLimit(parse_utc(entry.get("at")), integer(entry.get("limit")),
+                         text(entry.get("limit_name")), entry.get("against"),
+                         text(entry.get("message")))
+
+
+def adjustment_log(value: Any) -> AdjustmentLog:
+    section = obj(value)
+    return AdjustmentLog(_read(section.get("read")), error_of(section),
+                         {name: _adjuster_limit(entry) for name, entry in _entries(section)})
+
+
+def _daemon_calls(value: Any) -> DaemonCalls:
+    part = obj(value)
+    if not part:
+        return DaemonCalls()
+    last = obj(part.get("last"))
+    return DaemonCalls(
+        read=_read(part.get("read")),
+        error=error_of(part),
+        failed=integer(part.get("failed")),
+        by_call_and_class=counts(part.get("by_call_and_class")),
+        last=LastCall(parse_utc(last.get("at")), text(last.get("line"))) if last else None,
+    )
+
+
+def failed_calls_log(value: Any) -> FailedCallsLog:
+    section = obj(value)
+    return FailedCallsLog(communicator=_daemon_calls(section.get("communicator")),
+                          propagator=_daemon_calls(section.get("propagator")))
