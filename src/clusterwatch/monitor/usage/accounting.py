@@ -1,0 +1,108 @@
+"""The scheduler's accounting of a job, behind one small interface.
+
+Everything above this module (analysis, the JSON document, pages, email) reads a JobRecord
+and never names the scheduler: Slurm's `sacct` is one implementation (`usage.sacct`), a
+database view or HTCondor's job history can be others.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional, Protocol
+
+from clusterwatch.errors import ConfigError
+
+# A job as users write it: 1234, an array task 1234_7, a heterogeneous component 1234+1.
+# Anything else (ranges like 1234_[1-5], steps, text) is refused before a program runs.
+JOBID_PATTERN = re.compile(r"[0-9]{1,12}(?:[_+][0-9]{1,9})?")
+
+RUNNING_STATES = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING",
+                            "CONFIGURING", "COMPLETING", "STAGE_OUT", "SIGNALING"})
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job as accounting knows it. Sizes in bytes, durations in seconds, times aware.
+
+    None means "accounting does not say" (a running job has no end, a job without a memory
+    request has no memory_requested_bytes), never zero.
+    """
+
+    jobid: str
+    user: str
+    account: str
+    partition: str
+    state: str  # upper case, e.g. COMPLETED, CANCELLED, RUNNING, OUT_OF_MEMORY
+    state_reason: str  # what follows the state word, e.g. "by 1000"; "" when nothing
+    start: Optional[datetime]
+    end: Optional[datetime]
+    elapsed_s: int
+    cpus_allocated: int
+    memory_requested_bytes: Optional[int]
+    gpus: int
+    nodes: int
+    nodelist: str
+    max_rss_bytes: Optional[int]  # the largest MaxRSS of the job's steps
+    total_cpu_s: Optional[float]  # user + system CPU time of all steps
+    user_cpu_s: Optional[float]
+    system_cpu_s: Optional[float]
+    time_limit_s: Optional[int]  # None: unlimited or unknown
+    name: str
+    exit_code: str
+
+    @property
+    def running(self) -> bool:
+        """Still pending or running: figures are so far, not final."""
+        return self.state in RUNNING_STATES or self.end is None
+
+
+class AccountingError(Exception):
+    """Accounting could not answer. The message is one line, safe to show and log."""
+
+
+class InvalidJobId(AccountingError):
+    """The job id is not of a form any job has."""
+
+    def __init__(self, jobid: str) -> None:
+        super().__init__(f"not a job id: {jobid[:40]!r}")
+
+
+class UnknownJob(AccountingError):
+    """Accounting has no job with this id (yet: slurmdbd may lag a few seconds)."""
+
+    def __init__(self, jobid: str) -> None:
+        super().__init__(f"job {jobid} is unknown to accounting")
+        self.jobid = jobid
+
+
+class AccountingFailed(AccountingError):
+    """The accounting source failed, timed out or answered something unreadable."""
+
+
+class AccountingConfigError(AccountingError, ConfigError):
+    """The accounting source is misconfigured (e.g. the program does not exist): exit 78."""
+
+
+def check_jobid(jobid: str) -> str:
+    """The job id when it has a valid form; InvalidJobId otherwise."""
+    if not JOBID_PATTERN.fullmatch(jobid):
+        raise InvalidJobId(jobid)
+    return jobid
+
+
+class Accounting(Protocol):
+    """What the usage reports ask of a scheduler's accounting."""
+
+    def job(self, jobid: str) -> JobRecord:
+        """The job; UnknownJob when accounting has none, InvalidJobId for a malformed id."""
+        ...
+
+    def jobs_of_user(self, user: str, since: datetime) -> list[JobRecord]:
+        """The user's jobs that ran or were pending at or after `since`."""
+        ...
+
+    def jobs_ended_since(self, since: datetime) -> list[JobRecord]:
+        """Every user's jobs that ended at or after `since`, oldest end first."""
+        ...
