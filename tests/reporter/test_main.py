@@ -17,6 +17,7 @@ import pytest
 
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.build import build
+from clusterwatch.reporter.delivery import Buffer
 from clusterwatch.reporter.record import load_schema
 from clusterwatch.testing.harvester_files import HARVESTER_LOGS
 
@@ -84,6 +85,14 @@ class Host:
                 "--log-dir", str(self.log_dir), "--harvester-cfg", str(self.root / "no.cfg"),
                 "--queue-config", str(self.root / "no.json"), "--volumes", "/,/tmp",
                 *extra]
+
+
+def newest_buffered(host: Host) -> dict[str, Any]:
+    """The newest record a run left in the host's buffer, validated."""
+    buffer = Buffer(str(host.state))
+    record: dict[str, Any] = json.loads(buffer.read(buffer.names()[-1]))
+    validate(record)
+    return record
 
 
 def print_record(host: Host, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

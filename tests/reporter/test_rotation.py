@@ -6,15 +6,12 @@ what was lost, in the record."""
 from __future__ import annotations
 
 import gzip
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-from clusterwatch.reporter.delivery import Buffer
-
 from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module
-from .test_main import FETCH_OK, Host, validate
+from .test_main import FETCH_OK, Host, newest_buffered
 
 
 def fetch(minute: int) -> str:
@@ -25,13 +22,6 @@ def compress(path: Path) -> None:
     with path.open("rb") as plain, gzip.open(str(path) + ".gz", "wb") as packed:
         shutil.copyfileobj(plain, packed)
     path.unlink()
-
-
-def newest_record(host: Host) -> dict[str, Any]:
-    buffer = Buffer(str(host.state))
-    record: dict[str, Any] = json.loads(buffer.read(buffer.names()[-1]))
-    validate(record)
-    return record
 
 
 def started(tmp_path: Path, app: Path) -> Host:  # noqa: F811
@@ -45,7 +35,7 @@ def started(tmp_path: Path, app: Path) -> Host:  # noqa: F811
 def report(host: Host, app: Path) -> dict[str, Any]:  # noqa: F811
     done = run_app(app, *host.args())
     assert done.returncode == 2, done.stderr
-    return newest_record(host)
+    return newest_buffered(host)
 
 
 def test_it_counts_the_middle_file_of_two_numbered_rotations(tmp_path: Path,

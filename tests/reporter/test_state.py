@@ -10,10 +10,8 @@ from typing import Any, Callable
 
 import pytest
 
-from clusterwatch.reporter.delivery import Buffer
-
 from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module
-from .test_main import FETCH_OK, Host, validate
+from .test_main import FETCH_OK, Host, newest_buffered
 
 LINES = 2
 
@@ -49,13 +47,6 @@ def deleted(path: Path) -> None:
     path.unlink()
 
 
-def newest_record(host: Host) -> dict[str, Any]:
-    buffer = Buffer(str(host.state))
-    record: dict[str, Any] = json.loads(buffer.read(buffer.names()[-1]))
-    validate(record)
-    return record
-
-
 def attempts(record: dict[str, Any]) -> int:
     queue = record["fetching"].get("queues", {}).get("BNL_PanDA_1", {})
     found: int = queue.get("attempts", 0)
@@ -84,7 +75,7 @@ def test_it_says_so_keeps_it_aside_and_recovers_what_parses(
     said = [line for line in done.stderr.splitlines() if "state file" in line]
     assert len(said) == 1 and "Traceback" not in done.stderr, done.stderr
     assert str(state_file) in said[0]
-    record = newest_record(host)
+    record = newest_buffered(host)
     assert record["state"]["error"] in said[0]
     assert attempts(record) == (LINES if recovers_fetcher else 0)
     assert (record["fetching"]["read"].get("first_run") is True) is not recovers_fetcher
@@ -103,7 +94,7 @@ def test_it_says_so_keeps_it_aside_and_recovers_what_parses(
     host.append(FETCH_OK.format(t="2026-10-02 18:29:44"))
     again = run_app(app, *host.args())
     assert again.returncode == 2 and "state file" not in again.stderr, again.stderr
-    record = newest_record(host)
+    record = newest_buffered(host)
     assert "state" not in record and attempts(record) == 1
 
 

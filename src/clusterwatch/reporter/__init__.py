@@ -5,7 +5,8 @@ annotations`, no walrus, no `subprocess.run(capture_output=...)`), imports nothi
 this package, and ships as one zipapp (`clusterwatch reporter build`).
 
 Modules: `main` (options, one run), `tail` (log positions and rotation) with
-`log_generations` (a log's rotated files), `harvester_log` (log line parsers),
+`rotated_read` (a log rotated since the last run), `log_generations` (a log's rotated files)
+and `line_chunks` (complete lines within a budget), `harvester_log` (log line parsers),
 `condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db` (the harvester's
 database through the mysql client), `host` (processes, log freshness, disk volumes), `record`
 (assembly, schema) with `storable` (text every database stores), `state` and `state_repair`

@@ -155,16 +155,19 @@ def written_since(st: os.stat_result, saved: Dict[str, Any], strict: bool) -> bo
     return st.st_mtime_ns > mtime_ns if strict else st.st_mtime_ns >= mtime_ns
 
 
-def candidates(found: List[Generation], saved: Dict[str, Any]) -> List[Generation]:
+def candidates(found: List[Generation], saved: Dict[str, Any],
+               oldest_first: bool = False) -> List[Generation]:
     """Generations that may be the file last read: the one with the saved inode first, then
-    newest first by modification time.
+    newest first by modification time; or, when `found` holds only the generations the last
+    run did not know, oldest first by name: the file it read is the oldest of those (and an
+    inode is no proof: a newer generation may have got it back).
 
     When the file was shorter than a full fingerprint at the last run, its head does not set
     it apart from older rotated logs of the same day; then only its inode or a modification
     since the last run (older rotated files were last written before it was created or
     truncated) can point at it.
     """
-    ranked = []  # type: List[Tuple[bool, int, str, Generation]]
+    ranked = []  # type: List[Tuple[bool, int, Any, Generation]]
     weak = saved["fp_len"] < FINGERPRINT_BYTES
     for generation in found:
         st = generation.st
@@ -173,6 +176,9 @@ def candidates(found: List[Generation], saved: Dict[str, Any]) -> List[Generatio
         # mtime of the last run.
         if weak and not same_inode and not written_since(st, saved, saved["fp_len"] == 0):
             continue
-        ranked.append((not same_inode, -st.st_mtime_ns, generation.path, generation))
+        if oldest_first:
+            ranked.append((False, 0, len(ranked), generation))
+        else:
+            ranked.append((not same_inode, -st.st_mtime_ns, generation.path, generation))
     ranked.sort(key=lambda r: (r[0], r[1], r[2]))
     return [generation for _, _, _, generation in ranked]
