@@ -1,10 +1,11 @@
 """Delivery to the monitor over verified HTTPS, and the bounded local buffer records wait in.
 
-Every record is buffered first (one file each, written atomically) and a delivery pass
-posts the buffer oldest first. A 2xx removes the record; a permanent rejection sets it aside
-and the pass goes on; anything transient stops the pass, leaving the rest for the next run.
-Delivery is at least once: a run killed between an accepted post and the file's removal
-posts that record again, so the monitor should treat (host, collected_at) as the identity.
+Every record is buffered first (one file each, written atomically, once the run committed
+it with its log positions: see commit.py) and a delivery pass posts the buffer oldest first.
+A 2xx removes the record; a permanent rejection sets it aside and the pass goes on; anything
+transient stops the pass, leaving the rest for the next run. Delivery is at least once: a
+run killed between an accepted post and the file's removal posts the same record again, and
+the monitor stores a record identical to one it has once.
 
 Counts of dropped and set-aside records travel in the `delivery` section of the next record
 built. `Buffer.add` moves the counts a record reports out of `delivery.json` into that
