@@ -1,0 +1,118 @@
+"""The job exporter's raw series for one job over its life, read back with range queries.
+
+No recording rule is needed: each series is queried by its exporter name and the job's
+`jobid` label. Counters are read as they are (the cgroup counters start with the job, so
+the last value is the job's total); gauges whose peak matters are read as
+`max_over_time(...[window])`, so a peak between two evaluation points is not lost when a
+long job is read at a coarse step. A series Prometheus does not have is absent from
+`JobSeries` ("not measured"), never a series of zeros.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional
+
+from clusterwatch.monitor.usage.prometheus_api import (
+    HttpRequest,
+    Series,
+    query_instant,
+    query_range,
+)
+from clusterwatch.notify.http import request
+
+DEFAULT_SCRAPE_INTERVAL_S = 30.0
+DEFAULT_MAX_POINTS = 1000  # per series: a 7-day job at 30 s would be 20,160
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class SeriesSpec:
+    key: str  # the name analysis reads it by
+    metric: str  # the exporter's metric name (docs/jobs.md)
+    read: str  # "value": the sample at each step; "peak": the highest within each step
+
+
+SPECS = (
+    SeriesSpec("cpu_seconds", "jobs_cpu_seconds_total", "value"),
+    SeriesSpec("cpu_user_seconds", "jobs_cpu_user_seconds_total", "value"),
+    SeriesSpec("cpu_system_seconds", "jobs_cpu_system_seconds_total", "value"),
+    SeriesSpec("core_seconds", "jobs_cpu_core_seconds_total", "value"),
+    SeriesSpec("memory_rss_bytes", "jobs_memory_rss_bytes", "peak"),
+    SeriesSpec("memory_shmem_bytes", "jobs_memory_shmem_bytes", "peak"),
+    SeriesSpec("memory_cache_bytes", "jobs_memory_cache_bytes", "peak"),
+    SeriesSpec("memory_usage_bytes", "jobs_memory_usage_bytes", "peak"),
+    SeriesSpec("memory_limit_bytes", "jobs_memory_limit_bytes", "value"),
+    SeriesSpec("memory_oom_kills", "jobs_memory_oom_kills_total", "value"),
+    SeriesSpec("threads", "jobs_threads", "peak"),
+    SeriesSpec("process_threads_max", "jobs_process_threads_max", "peak"),
+    SeriesSpec("open_files", "jobs_open_files", "peak"),
+    SeriesSpec("read_bytes", "jobs_read_bytes_total", "value"),
+    SeriesSpec("write_bytes", "jobs_write_bytes_total", "value"),
+    SeriesSpec("uses_scratch", "jobs_uses_scratch", "peak"),
+    SeriesSpec("gpu_utilization", "jobs_gpu_utilization_ratio", "value"),
+    SeriesSpec("gpu_memory_used_bytes", "jobs_gpu_memory_used_bytes", "peak"),
+)
+
+
+@dataclass(frozen=True)
+class JobSeries:
+    """What Prometheus has of one job. `samples`: scrapes of the job on its busiest node."""
+
+    start: float
+    end: float
+    step: float
+    samples: int
+    series: Mapping[str, tuple[Series, ...]]
+
+    def get(self, key: str) -> Optional[tuple[Series, ...]]:
+        """The series under `key`, or None when not measured (absent or without points)."""
+        found = tuple(s for s in self.series.get(key, ()) if s.points)
+        return found or None
+
+
+def choose_step(duration_s: float, scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S,
+                max_points: int = DEFAULT_MAX_POINTS) -> float:
+    """Whole seconds between evaluation points: never finer than a scrape, and at most
+    `max_points` points over the duration."""
+    if max_points < 2:
+        raise ValueError("max_points must be at least 2")
+    needed = math.ceil(max(duration_s, 0.0) / (max_points - 1))
+    return float(max(math.ceil(scrape_interval_s), needed, 1))
+
+
+def selector(metric: str, jobid: str) -> str:
+    escaped = jobid.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{metric}{{jobid="{escaped}"}}'
+
+
+def fetch_job_series(base_url: str, jobid: str, start: datetime, end: datetime, *,
+                     scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S,
+                     max_points: int = DEFAULT_MAX_POINTS,
+                     timeout_s: float = DEFAULT_TIMEOUT_S,
+                     http: HttpRequest = request) -> JobSeries:
+    """Every series of SPECS for the job between `start` and `end` (for a running job: now).
+
+    PrometheusError when Prometheus is down, slow or answers garbage: the caller says so
+    instead of showing a job that used nothing.
+    """
+    first, last = start.timestamp(), max(end.timestamp(), start.timestamp())
+    step = choose_step(last - first, scrape_interval_s, max_points)
+    # The grid ends exactly at the job's end, so the counters' last point is their total.
+    grid_start = last - step * math.floor((last - first) / step)
+    window = f"[{math.ceil(step + scrape_interval_s)}s]"
+    found: dict[str, tuple[Series, ...]] = {}
+    for spec in SPECS:
+        promql = selector(spec.metric, jobid)
+        if spec.read == "peak":
+            promql = f"max_over_time({promql}{window})"
+        found[spec.key] = tuple(query_range(base_url, promql, grid_start, last, step,
+                                            timeout_s, http))
+    lifetime = f"[{math.ceil(last - first + scrape_interval_s)}s]"
+    counts = query_instant(base_url, f"count_over_time({selector('jobs_info', jobid)}{lifetime})",
+                           last, timeout_s, http)
+    samples = max((round(s.points[-1][1]) for s in counts if s.points), default=0)
+    return JobSeries(grid_start, last, step, samples, found)
