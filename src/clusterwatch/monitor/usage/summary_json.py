@@ -1,0 +1,105 @@
+"""The JSON document of `GET /api/v1/jobs/<jobid>/usage` and `clusterwatch monitor job_usage`.
+
+Built from a JobRecord, its UsageSummary and warnings; plain JSON types only. A figure that
+was not measured is null, never 0. Fractions stay fractions (0-1); sizes are bytes; times are
+ISO 8601 in UTC. The top-level keys of USAGE_KEYS are an interface: scripts rely on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any, Optional, TypedDict
+
+from clusterwatch.monitor.usage.accounting import JobRecord
+from clusterwatch.monitor.usage.analysis import EXPORTER, UsageSummary
+from clusterwatch.monitor.usage.rules import UsageWarning
+
+
+class WarningDocument(TypedDict):
+    code: str
+    message: str
+    advice: str
+    figures: dict[str, Any]
+
+
+class UsageDocument(TypedDict):
+    jobid: str
+    user: str
+    account: str
+    partition: str
+    state: str
+    running: bool
+    start: Optional[str]
+    end: Optional[str]
+    elapsed_s: int
+    time_limit_s: Optional[int]
+    nodes: int
+    cpus_allocated: int
+    cpu_used_s: Optional[float]
+    cpu_user_s: Optional[float]
+    cpu_system_s: Optional[float]
+    cpu_source: Optional[str]
+    cpu_efficiency: Optional[float]
+    memory_requested_bytes: Optional[int]
+    memory_peak_bytes: Optional[int]
+    memory_source: Optional[str]
+    memory_efficiency: Optional[float]
+    memory: dict[str, Optional[int]]
+    gpus_allocated: int
+    gpus: list[dict[str, Any]]
+    samples: int
+    measured: bool
+    notes: list[str]
+    warnings: list[WarningDocument]
+
+
+USAGE_KEYS = tuple(UsageDocument.__annotations__)
+
+
+def usage_document(job: JobRecord, summary: UsageSummary,
+                   warnings: Sequence[UsageWarning]) -> UsageDocument:
+    return {
+        "jobid": job.jobid,
+        "user": job.user,
+        "account": job.account,
+        "partition": job.partition,
+        "state": job.state,
+        "running": summary.running,
+        "start": _time(job.start),
+        "end": _time(job.end),
+        "elapsed_s": job.elapsed_s,
+        "time_limit_s": job.time_limit_s,
+        "nodes": job.nodes,
+        "cpus_allocated": job.cpus_allocated,
+        "cpu_used_s": summary.cpu_used_s,
+        "cpu_user_s": summary.cpu_user_s,
+        "cpu_system_s": summary.cpu_system_s,
+        "cpu_source": summary.cpu_source,
+        "cpu_efficiency": summary.cpu_efficiency,
+        "memory_requested_bytes": summary.memory_requested_bytes,
+        "memory_peak_bytes": summary.memory_peak_bytes,
+        "memory_source": summary.memory_source,
+        "memory_efficiency": summary.memory_efficiency,
+        # The kinds of "memory" a user meets, side by side (docs/usage.md explains each).
+        "memory": {
+            "rss_and_shmem_peak_bytes": summary.memory_peak_bytes
+            if summary.memory_source == EXPORTER else None,
+            "page_cache_peak_bytes": summary.memory_cache_peak_bytes,
+            "cgroup_peak_bytes": summary.memory_cgroup_peak_bytes,
+            "accounting_max_rss_bytes": summary.memory_accounting_max_rss_bytes,
+        },
+        "gpus_allocated": summary.gpus_allocated,
+        "gpus": [{"gpu": g.gpu, "mean_utilization": g.mean_utilization} for g in summary.gpus],
+        "samples": summary.samples,
+        "measured": summary.measured,
+        "notes": list(summary.notes),
+        "warnings": [{"code": w.code, "message": w.message, "advice": w.advice,
+                      "figures": dict(w.figures)} for w in warnings],
+    }
+
+
+def _time(moment: Optional[datetime]) -> Optional[str]:
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
