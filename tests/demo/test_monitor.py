@@ -4,7 +4,8 @@ gunicorn, a private MariaDB, the reporter zipapp run for three harvesters, evalu
 with a loopback fake Slack, and the pages read as a logged-in operator. During the
 PostgreSQL pass the monitor's database is a fresh one on that server. Once per session the
 demo also runs from a wheel of this tree installed in a fresh virtual environment outside
-the checkout, as `pip install 'clusterwatch[monitor]'` users run it.
+the checkout, as `pip install 'clusterwatch[monitor]'` users run it (during the PostgreSQL
+pass against a fresh database there, through the psycopg that the extra installed).
 """
 
 from __future__ import annotations
@@ -171,12 +172,18 @@ def test_it_runs_from_a_wheel_installed_outside_the_checkout(installed_elsewhere
                   "import clusterwatch.demo as d; print(d.__file__)"],
                  "import clusterwatch.demo", cwd=elsewhere, env=env, timeout=60)
     assert Path(found.stdout.strip()).is_relative_to(installed_elsewhere.parent)
-    done = _run([str(installed_elsewhere / "clusterwatch"), "monitor", "demo", "--check",
-                 "--port", "0", "--data-dir", str(elsewhere / "demo-data")],
-                "clusterwatch monitor demo --check", cwd=elsewhere, env=env,
-                timeout=DEMO_TIMEOUT_S)
+    command = [str(installed_elsewhere / "clusterwatch"), "monitor", "demo", "--check",
+               "--port", "0", "--data-dir", str(elsewhere / "demo-data")]
+    with private_database(elsewhere) as database:
+        url = database["CLUSTERWATCH_DATABASE_URL"]
+        if not url.startswith("sqlite"):  # the PostgreSQL pass; elsewhere the demo's default
+            command += ["--database-url", url]  # no password in it: that stays in a file
+            env.update(database)
+        done = _run(command, "clusterwatch monitor demo --check", cwd=elsewhere, env=env,
+                    timeout=DEMO_TIMEOUT_S)
     for line in ("reporter run 3 for pandaharvester01, pandaharvester02, osgharvester03: "
                  "posted", "pages: logged in as 'operator'; 5 pages answered 200",
                  "checked: every page answered 200; stopping"):
         assert line in done.stdout
     assert "Slack (a loopback fake) received" in done.stdout
+    assert ("monitor: migrated (SQLite " in done.stdout) == url.startswith("sqlite")
