@@ -1,7 +1,7 @@
 """Time the monitor: ingest of ~200 KB host records, and its pages over 50 hosts, 200 queues
 and 7 days of records, through gunicorn on loopback as in production.
 
-The records are the real reporter's example record (tests/monitor/ingest_fixtures) grown the
+The records are the real reporter's example record (tests/monitor/fixtures) grown the
 way a large harvester's record grows: more queues (each harvester serves some of the queues,
 some queues are served by two, one by every harvester), 20 recent pushes and the database
 parts, mostly not-finished workers grouped by the batch system's reason.
@@ -39,7 +39,7 @@ from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "tests" / "monitor" / "ingest_fixtures" / "record-example.json"
+EXAMPLE = REPO / "tests" / "monitor" / "fixtures" / "record-example.json"
 BUILD_META = "bench-monitor.json"
 BUILD_VERSION = 1
 INGEST_TARGET_MS = 50.0

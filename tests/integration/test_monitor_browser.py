@@ -29,14 +29,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from clusterwatch.monitor.ingest import tokens
-from tests.monitor.pages_support import (
-    QUEUE,
-    all_fetches_failing,
-    as_key,
-    example,
-    recent,
-    store,
-)
+from tests.monitor.records import QUEUE, all_fetches_failing, as_key, example, recent, store
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.testing.monitor_server import MonitorServer, monitor_server, private_database
-from tests.monitor.ingest_support import example
+from tests.monitor.records import example
 
 HTTP_TIMEOUT_S = 30.0
 

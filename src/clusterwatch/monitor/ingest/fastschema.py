@@ -10,7 +10,7 @@ rejection (see `validation.py`), and it decides alone when the schema uses any k
 compiler does not know (`UnsupportedSchema`), so a later schema can never be checked more
 loosely than it says. Semantics follow jsonschema's Draft 2020-12 validator: `1.0` is an
 integer, a boolean is neither integer nor number, `pattern` is `re.search`, keywords that
-constrain one type ignore the others. tests/monitor/test_ingest_schema.py compares both on
+constrain one type ignore the others. tests/monitor/ingest/test_validation.py compares both on
 generated records.
 """
 

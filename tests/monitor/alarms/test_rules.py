@@ -18,7 +18,7 @@ from clusterwatch.monitor.alarms.observation import (
 )
 from clusterwatch.monitor.alarms.panda_rule import observe_fetching
 from clusterwatch.monitor.alarms.rules import KeyFacts, observe_key
-from tests.monitor.alarm_support import (
+from tests.monitor.alarms.support import (
     GIB,
     SSL_LINE,
     T0,
@@ -30,7 +30,7 @@ from tests.monitor.alarm_support import (
 
 KEY = "pandaharvester01"
 SETTINGS = RuleSettings()
-SCHEMA = Path(__file__).parents[2] / "src/clusterwatch/reporter/record-v1.schema.json"
+SCHEMA = Path(__file__).parents[3] / "src/clusterwatch/reporter/record-v1.schema.json"
 
 
 def disks(

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import calendar
-import json
 import time
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from tests.monitor.records import SSL_LINE, store
+
 # 2026-10-02 18:27:05Z: the incident's last failing fetch.
 T0 = float(calendar.timegm((2026, 10, 2, 18, 27, 5)))
 GIB = 1024**3
-SSL_LINE = (
-    "2026-10-02 18:24:05,412 panda.log.communicator: ERROR    get_jobs <siteName=BNL_PanDA_1> "
-    "failed to POST with <class 'requests.exceptions.SSLError'>:HTTPSConnectionPool(host="
-    "'pandaserver01.sdcc.bnl.gov', port=25443): Max retries exceeded with url: "
-    "/api/v1/pilot/acquire_jobs (Caused by SSLError(SSLCertVerificationError(1, "
-    "'[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer "
-    "certificate (_ssl.c:1129)'))) Traceback (most recent call last):"
-)
 READ = {"bytes": 100, "rotated": False, "truncated": False}
 
 
@@ -99,6 +92,4 @@ def ssl_failing(key: str = "pandaharvester01", collected_at: float = T0) -> dict
 
 def put(key: str, record: dict[str, Any]) -> None:
     """Store a record as ingest does (the latest by collected_at moves with it)."""
-    from clusterwatch.monitor.ingest.store import store_record
-
-    store_record(key, record, len(json.dumps(record)))
+    store(record, key)

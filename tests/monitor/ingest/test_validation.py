@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from clusterwatch.monitor.ingest import fastschema, validation
-from tests.monitor.ingest_support import JSON_VALUES, example, mutated, mutations_of, with_queues
+from tests.monitor.ingest.support import JSON_VALUES, mutated, mutations_of
+from tests.monitor.records import example, with_queues
 
 BASE = with_queues(example(), 2)
 BASE["harvester_db"] = {

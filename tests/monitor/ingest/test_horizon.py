@@ -17,7 +17,7 @@ import pytest
 
 from clusterwatch.monitor.record.index import queues_in
 from clusterwatch.testing.monitor_server import MonitorServer, monitor_environ, private_database
-from tests.monitor.ingest_support import utc
+from tests.monitor.records import utc
 from tests.monitor.served_support import latest, now, post, record_body, served, token_for
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from django.utils import timezone
 from clusterwatch.monitor.ingest import retention
 from clusterwatch.monitor.ingest.store import store_record
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
-from tests.monitor.ingest_support import example
+from tests.monitor.records import example
 
 pytestmark = pytest.mark.django_db
 

@@ -17,15 +17,8 @@ from django.test import Client
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.monitor.ingest_support import (
-    KEY,
-    counts,
-    example,
-    mutated,
-    mutations_of,
-    new_token,
-    with_queues,
-)
+from tests.monitor.ingest.support import counts, mutated, mutations_of, new_token
+from tests.monitor.records import KEY, example, with_queues
 
 pytestmark = pytest.mark.django_db
 

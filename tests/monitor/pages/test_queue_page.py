@@ -9,8 +9,7 @@ from clusterwatch.monitor.pages.queue_rows import limits_by_type, reason_example
 from clusterwatch.monitor.pages.queue_workers import Example, LaunchLimits, Reason, queue_workers
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.record.host_record import parse_record
-
-from .pages_support import (
+from tests.monitor.records import (
     QUEUE,
     SSL_MESSAGE,
     all_fetches_failing,

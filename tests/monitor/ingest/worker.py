@@ -1,6 +1,6 @@
 """One "gunicorn worker" of the multi-process ingest test: stores records of a key.
 
-    python -m tests.monitor.ingest_worker KEY MINUTE [MINUTE ...]
+    python -m tests.monitor.ingest.worker KEY MINUTE [MINUTE ...]
 
 Django is set up before anything imports the models (DJANGO_SETTINGS_MODULE from the test).
 """
@@ -15,7 +15,8 @@ import django
 def main(key: str, minutes: list[int]) -> None:
     django.setup()
     from clusterwatch.monitor.ingest.store import store_record
-    from tests.monitor.ingest_support import at, example
+    from tests.monitor.ingest.support import at
+    from tests.monitor.records import example
 
     for minute in minutes:
         store_record(key, example(key, at(minute)), 1)

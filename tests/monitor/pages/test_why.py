@@ -9,8 +9,7 @@ from typing import Any
 from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.pages.why import Why, queue_why
-
-from .pages_support import (
+from tests.monitor.records import (
     QUEUE,
     SSL_MESSAGE,
     all_fetches_failing,

@@ -11,8 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from clusterwatch.monitor.ingest import tokens
-
-from .pages_support import (
+from tests.monitor.records import (
     QUEUE,
     SSL_MESSAGE,
     all_fetches_failing,

@@ -25,8 +25,7 @@ from clusterwatch.monitor.record.slices import (
     queue_slice,
     sliced,
 )
-
-from .pages_support import (
+from tests.monitor.records import (
     QUEUE,
     all_fetches_failing,
     as_key,

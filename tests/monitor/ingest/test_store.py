@@ -24,7 +24,8 @@ from clusterwatch.monitor.ingest.store import (
 )
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
-from tests.monitor.ingest_support import KEY, at, example, new_token
+from tests.monitor.ingest.support import at, new_token
+from tests.monitor.records import KEY, example
 
 pytestmark = pytest.mark.django_db
 
@@ -280,14 +281,14 @@ def test_it_keeps_the_newest_as_latest_with_several_worker_processes(tmp_path: P
            "CLUSTERWATCH_DATABASE_URL": f"sqlite:///{database}",
            "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.settings",
            "CLUSTERWATCH_SECRET_KEY": "tests-only"}
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     subprocess.run([sys.executable, "-c", "import django; django.setup(); "
                     "from django.core.management import call_command; "
                     "call_command('migrate', verbosity=0)"],
                    env=env, cwd=root, check=True, timeout=120)
     minutes = list(range(30))
     order = minutes[1::2][::-1] + minutes[0::2]
-    workers = [subprocess.Popen([sys.executable, "-m", "tests.monitor.ingest_worker", KEY,
+    workers = [subprocess.Popen([sys.executable, "-m", "tests.monitor.ingest.worker", KEY,
                                  *map(str, order[part::3])], env=env, cwd=root)
                for part in range(3)]
     assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0]

@@ -17,7 +17,7 @@ from clusterwatch.monitor.alarms import outbox_store
 from clusterwatch.monitor.models import Alarm, AlarmRunLease, HostToken, HostTokenKey
 from clusterwatch.notify import http as notify_http
 from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses, fake_slack
-from tests.monitor.alarm_support import make_record, put, ssl_failing
+from tests.monitor.alarms.support import make_record, put, ssl_failing
 
 SECRET = "cwALARMsecretTOKEN9731"  # part of the webhook URL: must never be shown
 ALERT_TEXT = (

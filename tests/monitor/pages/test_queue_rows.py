@@ -33,8 +33,7 @@ from clusterwatch.monitor.pages.queue_rows import (
     workers_rows,
 )
 from clusterwatch.monitor.pages.queue_workers import LaunchLimits, NotFinished, Reason, WorkerCounts
-
-from .pages_support import QUEUE, example, recent, store
+from tests.monitor.records import QUEUE, example, recent, store
 
 HOSTILE = "<script>alert('x')</script> & \"q\""
 ESCAPED = "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;q&quot;"

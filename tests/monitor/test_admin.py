@@ -12,8 +12,7 @@ from django.utils import timezone
 
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.models import HostToken
-
-from .pages_support import example, recent, store
+from tests.monitor.records import example, recent, store
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from clusterwatch.monitor.alarms.observation import (
 from clusterwatch.monitor.alarms.rules import KeyFacts, observe_key
 from clusterwatch.monitor.alarms.transitions import UPDATE, OpenAlarm, Transition, decide
 from clusterwatch.notify.incident import ALARM_ID_BYTES, ALERT, RECOVER, incident_id
-from tests.monitor.alarm_support import T0, make_record, volume
+from tests.monitor.alarms.support import T0, make_record, volume
 
 DISK = "host_disk_space:pandaharvester01:/data"
 

@@ -6,8 +6,7 @@ from clusterwatch.monitor.pages.hosts_page import fullest_volume, host_row, host
 from clusterwatch.monitor.pages.source_problems import failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.record.host_record import parse_record
-
-from .pages_support import example, parse
+from tests.monitor.records import example, parse
 
 COLLECTED = parse(example()["collected_at"])
 

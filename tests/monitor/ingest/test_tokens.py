@@ -16,7 +16,8 @@ from django.test import Client
 
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.models import HostToken, HostTokenKey
-from tests.monitor.ingest_support import KEY, example, post
+from tests.monitor.ingest.support import post
+from tests.monitor.records import KEY, example
 
 pytestmark = pytest.mark.django_db
 

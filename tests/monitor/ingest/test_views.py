@@ -11,17 +11,8 @@ from django.utils import timezone
 
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
-from tests.monitor.ingest_support import (
-    KEY,
-    at,
-    auth,
-    counts,
-    example,
-    new_token,
-    post,
-    url,
-    utc,
-)
+from tests.monitor.ingest.support import at, auth, counts, new_token, post, url
+from tests.monitor.records import KEY, example, utc
 from tests.monitor.served_support import exchange
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,7 @@ from clusterwatch.monitor.pages.job_page import (
     job_queue,
 )
 from clusterwatch.monitor.pages.stored import StoredRecord
-
-from .pages_support import QUEUE, all_fetches_failing, example, parse, recent
+from tests.monitor.records import QUEUE, all_fetches_failing, example, parse, recent
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 EARLY = NOW - dt.timedelta(minutes=30)

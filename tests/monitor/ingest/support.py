@@ -1,9 +1,5 @@
-"""Shared by the ingest tests: the real reporter's example record, tokens, posting helpers.
-
-`ingest_fixtures/record-example.json` was made by running the real reporter over
-`src/clusterwatch/testing/harvester_files/logs/new/` (so it is what a reporter sends, not
-hand-written).
-"""
+"""Shared by the ingest tests: tokens, posting helpers, rows written, and records changed at
+random places (the records themselves: `tests.monitor.records`)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,6 @@ import copy
 import datetime as dt
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Optional
 
 from django.test import Client
@@ -20,40 +15,13 @@ from hypothesis import strategies as st
 
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
+from tests.monitor.records import KEY
 
-EXAMPLE = Path(__file__).parent / "ingest_fixtures" / "record-example.json"
-KEY = "pandaharvester01"
 BASE_TIME = dt.datetime(2026, 10, 2, 18, 30, tzinfo=dt.timezone.utc)
-
-
-def example(key: str = KEY, collected_at: Optional[dt.datetime] = None) -> dict[str, Any]:
-    record: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
-    record["host"] = key
-    if collected_at is not None:
-        record["collected_at"] = utc(collected_at)
-    return record
-
-
-def utc(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def at(minutes: int) -> dt.datetime:
     return BASE_TIME + dt.timedelta(minutes=minutes)
-
-
-def with_queues(record: dict[str, Any], count: int) -> dict[str, Any]:
-    """`record` with `count` more queues in fetching/submission/adjustment (a big harvester)."""
-    grown = copy.deepcopy(record)
-    fetch = record["fetching"]["queues"]["BNL_PanDA_1"]
-    submit = record["submission"]["queues"]["BNL_PanDA_1"]
-    adjust = record["adjustment"]["queues"]["BNL_PanDA_1"]
-    for number in range(count):
-        name = f"SITE_{number:04d}_PanDA"
-        grown["fetching"]["queues"][name] = copy.deepcopy(fetch)
-        grown["submission"]["queues"][name] = copy.deepcopy(submit)
-        grown["adjustment"]["queues"][name] = copy.deepcopy(adjust)
-    return grown
 
 
 def new_token(*keys: str) -> str:

@@ -1,8 +1,10 @@
-"""Records for the pages' tests: the real reporter's example record and variants of it.
+"""The monitor tests' host records: the real reporter's example record, one copy, and the
+variants of it a scenario needs.
 
-`record-example.json` was made by running the real reporter over
-`src/clusterwatch/testing/harvester_files/logs/new/` (no harvester database reachable, so its
-`harvester_db` parts carry errors). The variants change only what a scenario needs.
+`fixtures/record-example.json` was made by running the real reporter over
+`src/clusterwatch/testing/harvester_files/logs/new/` (no harvester database reachable, so
+its `harvester_db` parts carry errors): what a reporter sends, not hand-written. The
+variants change only what a scenario needs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-EXAMPLE = Path(__file__).parent / "pages_fixtures" / "record-example.json"
+EXAMPLE = Path(__file__).parent / "fixtures" / "record-example.json"
+KEY = "pandaharvester01"
 QUEUE = "BNL_PanDA_1"
 UTC_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 LOG_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(,\d{3} )")
@@ -29,8 +32,13 @@ SSL_LINE = (
 SSL_MESSAGE = SSL_LINE[len("2026-10-02 18:24:05,412 "):]  # the line without its time
 
 
-def example() -> dict[str, Any]:
-    return json.loads(EXAMPLE.read_text())
+def example(key: str = KEY, collected_at: Optional[dt.datetime] = None) -> dict[str, Any]:
+    """The example record, a fresh copy, as `key` posts it (collected at `collected_at`)."""
+    record: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    record["host"] = key
+    if collected_at is not None:
+        record["collected_at"] = utc(collected_at)
+    return record
 
 
 def utc(moment: dt.datetime) -> str:
@@ -133,6 +141,20 @@ def with_database(record: dict[str, Any], queue: str = QUEUE,
         "service_metrics": {"hostName": "pandaharvester01", "creationTime": at, "metrics": {}},
     }
     return changed
+
+
+def with_queues(record: dict[str, Any], count: int) -> dict[str, Any]:
+    """`record` with `count` more queues in fetching/submission/adjustment (a big harvester)."""
+    grown = copy.deepcopy(record)
+    fetch = record["fetching"]["queues"][QUEUE]
+    submit = record["submission"]["queues"][QUEUE]
+    adjust = record["adjustment"]["queues"][QUEUE]
+    for number in range(count):
+        name = f"SITE_{number:04d}_PanDA"
+        grown["fetching"]["queues"][name] = copy.deepcopy(fetch)
+        grown["submission"]["queues"][name] = copy.deepcopy(submit)
+        grown["adjustment"]["queues"][name] = copy.deepcopy(adjust)
+    return grown
 
 
 def store(record: dict[str, Any], key: Optional[str] = None,

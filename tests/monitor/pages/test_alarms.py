@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from clusterwatch.testing.http_recorder import SlackResponses, fake_slack
-from tests.monitor.alarm_support import make_record, put, ssl_failing, volume
+from tests.monitor.alarms.support import make_record, put, ssl_failing, volume
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses, fake_slack
-from tests.monitor.alarm_support import ssl_failing
+from tests.monitor.alarms.support import ssl_failing
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 SEED = textwrap.dedent("""
     import json, sys, time, django
     django.setup()
