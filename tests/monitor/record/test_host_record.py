@@ -1,0 +1,177 @@
+"""record.host_record: the typed record against the schema the reporter ships, the shapes
+its harvester_db code builds, and any JSON at all."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from clusterwatch.monitor.ingest.validation import schema_document
+from clusterwatch.monitor.record import harvester_db as db
+from clusterwatch.monitor.record import host_state as host
+from clusterwatch.monitor.record import logs
+from clusterwatch.monitor.record.host_record import HostRecord, parse_record
+from clusterwatch.monitor.record.sections import REQUIRED_SECTIONS
+from clusterwatch.reporter import harvester_db as reporter_db
+from clusterwatch.reporter.record import group_not_finished
+from tests.monitor.records import example, with_database
+
+ERROR = "#/$defs/error"
+# Each typed structure, the schema objects it reads (one for each form the value may take),
+# and the field that holds an object's additionalProperties where the schema names none.
+READS: dict[type, tuple[tuple[str, ...], str | None]] = {
+    HostRecord: (("#",), None),
+    host.RecordInterval: (("#/properties/interval",), None),
+    logs.LogRead: (("#/$defs/read",), None),
+    logs.FetchingLog: (("#/properties/fetching",), None),
+    logs.FetchQueue: (("#/$defs/fetch_queue",), None),
+    logs.FetchAttempt: (("#/$defs/fetch_queue/properties/last/anyOf/1",), None),
+    logs.SubmissionLog: (("#/properties/submission",), None),
+    logs.SubmitQueue: (("#/$defs/submit_queue",), None),
+    logs.WorkersStatus: (("#/$defs/submit_queue/properties/workers_status/anyOf/1",), None),
+    logs.WorkerPush: (("#/$defs/push",), None),
+    logs.AdjustmentLog: (("#/properties/adjustment",), None),
+    logs.AdjusterLimit: (("#/properties/adjustment/properties/queues/additionalProperties",),
+                         None),
+    logs.FailedCallsLog: (("#/properties/failed_calls",), None),
+    logs.DaemonCalls: (("#/$defs/failed_daemon",), None),
+    logs.LastCall: (("#/$defs/failed_daemon/properties/last/anyOf/1",), None),
+    host.Daemons: ((ERROR,), "logs"),
+    host.DaemonLog: ((ERROR, "#/properties/daemons/anyOf/1/additionalProperties/anyOf/1"),
+                     None),
+    host.Processes: ((ERROR, "#/properties/processes/anyOf/1"), None),
+    db.HarvesterDb: (("#/properties/harvester_db",), None),
+    host.Health: (("#/properties/health",), None),
+    host.Volumes: ((ERROR,), "mounts"),
+    host.VolumeReading: ((
+        ERROR, "#/properties/health/properties/volumes/anyOf/1/additionalProperties/anyOf/1",
+        "#/properties/health/properties/volumes/anyOf/1/additionalProperties/anyOf/2"), None),
+    host.DeliveryState: (("#/properties/delivery",), None),
+    host.CharactersReplaced: (("#/properties/characters_replaced",), None),
+    host.StateDamage: (("#/properties/state",), None),
+}
+
+
+def _node(pointer: str) -> dict[str, Any]:
+    node: Any = schema_document()
+    for part in pointer.removeprefix("#").strip("/").split("/"):
+        if part:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+    assert isinstance(node, dict)
+    return node
+
+
+def _objects(node: Any, pointer: str = "#") -> Iterator[str]:
+    """The pointer of every object the schema names properties of."""
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("properties"), dict):
+        yield pointer
+    for keyword in ("properties", "$defs"):
+        for name, child in node.get(keyword, {}).items():
+            yield from _objects(child, f"{pointer}/{keyword}/{name}")
+    for keyword in ("additionalProperties", "items"):
+        yield from _objects(node.get(keyword), f"{pointer}/{keyword}")
+    for index, child in enumerate(node.get("anyOf", [])):
+        yield from _objects(child, f"{pointer}/anyOf/{index}")
+
+
+def _fields(cls: type, *, marked: str | None = None) -> set[str]:
+    return {field.name for field in dataclasses.fields(cls)
+            if (marked is None and not field.metadata) or (marked in field.metadata)}
+
+
+def test_every_schema_object_has_a_typed_counterpart() -> None:
+    read = {pointer for pointers, _ in READS.values() for pointer in pointers}
+    assert set(_objects(schema_document())) - read == set()
+
+
+def test_each_type_names_exactly_the_fields_the_schema_names() -> None:
+    for cls, (pointers, map_field) in READS.items():
+        named = {name for pointer in pointers for name in _node(pointer)["properties"]}
+        if map_field is not None:
+            named.add(map_field)
+        assert _fields(cls) == named, cls.__name__
+
+
+def test_what_a_type_reads_beyond_the_schema_is_still_beyond_it() -> None:
+    for cls, (pointers, _) in READS.items():
+        named = {name for pointer in pointers for name in _node(pointer)["properties"]}
+        assert _fields(cls, marked="beyond_schema") & named == set(), cls.__name__
+
+
+def test_the_required_sections_are_the_schemas() -> None:
+    required = set(schema_document()["required"])
+    assert set(REQUIRED_SECTIONS) <= required
+    assert required - set(REQUIRED_SECTIONS) == {
+        "schema_version", "host", "hostname", "collected_at", "reporter_version", "interval",
+        "collect_seconds"}
+
+
+def test_the_database_types_name_what_the_reporter_builds() -> None:
+    """The schema leaves harvester_db's parts open: their shapes are the reporter's code."""
+    at = "2026-10-02T18:27:05Z"
+    limits = reporter_db._launch_limits([
+        {"queueName": "Q", "siteName": "Q", "jobType": None, "resourceType": None,
+         "nQueueLimitWorker": 1, "maxWorkers": 2, "nQueueLimitJob": 3, "nNewWorkers": 4,
+         "jobFetchTime": at, "submitTime": at}])["Q"]
+    assert set(limits) == {field.name for field in dataclasses.fields(db.QueueLaunchLimits)}
+    assert set(limits["by_type"]["ANY/ANY"]) == {
+        field.name for field in dataclasses.fields(db.WorkerLimits)}
+    ended = reporter_db._workers_ended([
+        {"computingSite": "Q", "status": "finished", "startTime": at, "endTime": at}])["Q"]
+    assert set(ended) == {field.name for field in dataclasses.fields(db.EndedWorkers)}
+    grouped = group_not_finished(
+        [{"workerID": 1, "computingSite": "Q", "batchID": "1.0", "nodeID": "n",
+          "computingElement": "ce", "batchLog": "https://h/l"}],
+        {"1": {"reason": "held", "source": "condor_event_log"}})["Q"]
+    assert set(grouped) == {field.name for field in dataclasses.fields(db.NotFinishedWorkers)}
+    group = grouped["reasons"]["held"]
+    assert set(group) == {field.name for field in dataclasses.fields(db.ReasonGroup)}
+    assert set(group["examples"][0]) == {
+        field.name for field in dataclasses.fields(db.WorkerExample)}
+    columns = {name for part, names, _ in reporter_db._queries(0, 0, "h")
+               if part == "workers_not_finished_candidates" for name, _ in names}
+    assert {field.name for field in dataclasses.fields(db.CandidateRow)} <= (
+        columns | {"batchLog"})
+
+
+def test_it_reads_the_reporters_example_record() -> None:
+    record = parse_record(with_database(example()))
+    assert record.host == "pandaharvester01" and record.schema_version == 1
+    assert record.collected_at == dt.datetime(2026, 11, 29, 13, 30, 48, tzinfo=dt.timezone.utc)
+    fetch = record.fetching.queues["BNL_PanDA_1"]
+    assert (fetch.attempts, fetch.failed, fetch.jobs_got) == (6, 4, 47)
+    assert fetch.errors[0] == ("SSLError", 2)
+    assert record.failed_calls.communicator.failed == 4
+    assert [name for name, _ in record.failed_calls.by_daemon()] == ["communicator",
+                                                                    "propagator"]
+    limits = record.harvester_db.launch_limits.entries["BNL_PanDA_1"]
+    assert limits.maxWorkers == 400 and limits.pairs()[0] == ("nQueueLimitWorker", 50)
+    assert record.missing_sections == ()
+
+
+def test_it_reads_an_empty_object_as_a_record_missing_every_section() -> None:
+    record = parse_record({})
+    assert record.missing_sections == REQUIRED_SECTIONS
+    assert record.fetching.queues == {} and record.health.volumes is None
+    assert record.harvester_db.workers_not_finished is None
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["error", "read", "queues", "BNL_PanDA_1", "last", "at", "volumes",
+                         "/", "examples", "reasons", "x"]), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(st.dictionaries(st.sampled_from(sorted(schema_document()["properties"])), JSON))
+def test_it_reads_any_json_without_failing(sections: dict[str, Any]) -> None:
+    parse_record(sections)
+    parse_record(dict(example(), **sections))
