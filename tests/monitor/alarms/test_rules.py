@@ -18,6 +18,7 @@ from clusterwatch.monitor.alarms.observation import (
 )
 from clusterwatch.monitor.alarms.panda_rule import observe_fetching
 from clusterwatch.monitor.alarms.rules import KeyFacts, observe_key
+from clusterwatch.monitor.record.host_record import parse_record
 from tests.monitor.alarms.support import (
     GIB,
     SSL_LINE,
@@ -36,7 +37,8 @@ SCHEMA = Path(__file__).parents[3] / "src/clusterwatch/reporter/record-v1.schema
 def disks(
     volumes: object, open_targets: tuple[str, ...] = (), settings: RuleSettings = SETTINGS
 ) -> dict[str, Observation]:
-    return observe_disks(KEY, make_record(volumes=volumes), T0, settings, open_targets)
+    return observe_disks(KEY, parse_record(make_record(volumes=volumes)), T0, settings,
+                         open_targets)
 
 
 def test_it_builds_records_the_reporters_schema_accepts() -> None:
@@ -122,7 +124,7 @@ def test_it_raises_volume_reading_missing_when_no_volume_could_be_read() -> None
 def test_it_raises_volume_reading_missing_when_the_section_is_absent() -> None:
     record = make_record()
     del record["health"]
-    seen = observe_disks(KEY, record, T0, SETTINGS)
+    seen = observe_disks(KEY, parse_record(record), T0, SETTINGS)
     assert seen["volume_reading_missing:pandaharvester01"].state == FIRING
     assert seen["volume_reading_missing:pandaharvester01"].detail.endswith(
         "health.volumes is missing")
@@ -140,7 +142,7 @@ def test_it_recovers_a_mount_the_reporter_no_longer_reads() -> None:
 
 
 def test_it_raises_panda_unreachable_when_every_fetch_fails_with_one_class() -> None:
-    seen = observe_fetching(KEY, ssl_failing(), T0)
+    seen = observe_fetching(KEY, parse_record(ssl_failing()), T0)
     assert seen.state == FIRING
     assert seen.status == "SSLError"
     assert seen.detail.startswith(
@@ -154,25 +156,25 @@ def test_it_raises_panda_unreachable_when_every_fetch_fails_with_one_class() -> 
 def test_it_does_not_call_two_error_classes_the_signature() -> None:
     record = make_record(queues={"A": fetch_queue(3, {"SSLError": 3}),
                                  "B": fetch_queue(2, {"ReadTimeout": 2})})
-    seen = observe_fetching(KEY, record, T0)
+    seen = observe_fetching(KEY, parse_record(record), T0)
     assert seen.state == UNKNOWN
     assert "ReadTimeout, SSLError" in seen.detail
 
 
 def test_it_says_nothing_about_panda_without_fetch_attempts() -> None:
     record = make_record(queues={"A": fetch_queue(0)})
-    assert observe_fetching(KEY, record, T0).state == UNKNOWN
+    assert observe_fetching(KEY, parse_record(record), T0).state == UNKNOWN
     unread = make_record()
     unread["fetching"] = {"read": {"bytes": 0, "rotated": False, "truncated": False},
                           "error": "permission denied"}
-    seen = observe_fetching(KEY, unread, T0)
+    seen = observe_fetching(KEY, parse_record(unread), T0)
     assert seen.state == UNKNOWN and "permission denied" in seen.detail
 
 
 def test_it_clears_panda_unreachable_when_some_fetch_succeeds() -> None:
     record = make_record(queues={"A": fetch_queue(6, {"SSLError": 1}, at=T0 - 30),
                                  "B": fetch_queue(2, at=T0 - 10)})
-    seen = observe_fetching(KEY, record, T0)
+    seen = observe_fetching(KEY, parse_record(record), T0)
     assert seen.state == CLEAR
     assert seen.detail == ("pandaharvester01: fetches succeed again (7 of 8 OK, last "
                            "2026-10-02 18:26:55Z on B)")
@@ -181,14 +183,14 @@ def test_it_clears_panda_unreachable_when_some_fetch_succeeds() -> None:
 def test_it_uses_the_fetchs_own_error_when_the_communicator_line_is_another_class() -> None:
     record = ssl_failing()
     record["failed_calls"]["communicator"]["last"]["line"] = "2026-10-02 18:20:00 ReadTimeout"
-    seen = observe_fetching(KEY, record, T0)
+    seen = observe_fetching(KEY, parse_record(record), T0)
     assert seen.detail.endswith("last error: 2026-10-02T18:26:05Z BNL_PanDA_1: failed: SSLError")
 
 
 def test_it_shortens_a_long_error_line() -> None:
     record = ssl_failing()
     record["failed_calls"]["communicator"]["last"]["line"] = SSL_LINE + " x" * 2000
-    seen = observe_fetching(KEY, record, T0)
+    seen = observe_fetching(KEY, parse_record(record), T0)
     assert len(seen.detail) <= DETAIL_CHARS
     assert seen.detail.endswith("…")
     assert "\n" not in seen.detail
@@ -196,7 +198,7 @@ def test_it_shortens_a_long_error_line() -> None:
 
 def fresh(age: float, **kwargs: object) -> KeyFacts:
     record = make_record(collected_at=T0 - age, volumes={"/": volume(95.0)})
-    return KeyFacts(KEY, record, T0 - age, **kwargs)  # type: ignore[arg-type]
+    return KeyFacts(KEY, parse_record(record), T0 - age, **kwargs)  # type: ignore[arg-type]
 
 
 def test_it_calls_a_key_stale_after_more_than_three_intervals() -> None:

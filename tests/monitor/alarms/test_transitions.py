@@ -13,6 +13,7 @@ from clusterwatch.monitor.alarms.observation import (
 )
 from clusterwatch.monitor.alarms.rules import KeyFacts, observe_key
 from clusterwatch.monitor.alarms.transitions import UPDATE, OpenAlarm, Transition, decide
+from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.notify.incident import ALARM_ID_BYTES, ALERT, RECOVER, incident_id
 from tests.monitor.alarms.support import T0, make_record, volume
 
@@ -75,20 +76,21 @@ def run(open_alarms: dict[str, OpenAlarm], facts: KeyFacts, now: float) -> list[
 
 def test_it_freezes_the_other_alarms_of_a_stale_key_and_recovers_them_on_fresh_data() -> None:
     full = make_record(collected_at=T0, volumes={"/data": volume(95.0)})
-    first = run({}, KeyFacts("pandaharvester01", full, T0), T0)
+    first = run({}, KeyFacts("pandaharvester01", parse_record(full), T0), T0)
     assert [c.action for c in first] == [ALERT]
     open_alarms = {DISK: OpenAlarm(DISK, first[0].incident, first[0].status, first[0].detail,
                                    T0, T0)}
     # An hour later nothing new arrived: the key is stale, the disk alarm stays open.
     later = T0 + 3600
-    stale = run(open_alarms, KeyFacts("pandaharvester01", full, T0), later)
+    stale = run(open_alarms, KeyFacts("pandaharvester01", parse_record(full), T0), later)
     assert [(c.action, c.target) for c in stale] == [(ALERT, "reporter_stale:pandaharvester01")]
     open_alarms["reporter_stale:pandaharvester01"] = OpenAlarm(
         "reporter_stale:pandaharvester01", stale[0].incident, stale[0].status, stale[0].detail,
         later, T0)
     # A fresh record with room again recovers both, each saying why.
     emptied = make_record(collected_at=later + 10, volumes={"/data": volume(50.0)})
-    back = run(open_alarms, KeyFacts("pandaharvester01", emptied, later + 10), later + 20)
+    back = run(open_alarms, KeyFacts("pandaharvester01", parse_record(emptied), later + 10),
+               later + 20)
     assert sorted((c.action, c.target) for c in back) == [
         (RECOVER, DISK), (RECOVER, "reporter_stale:pandaharvester01")]
     reasons = {c.target: c.detail for c in back}
@@ -103,7 +105,7 @@ def test_it_does_not_recover_a_stale_key_from_its_old_record() -> None:
     raised = {"reporter_stale:pandaharvester01": OpenAlarm(
         "reporter_stale:pandaharvester01", "x", "silent", "old", T0 + 1000, T0)}
     # A bigger interval would call the same record fresh: not newer, so no recovery.
-    facts = KeyFacts("pandaharvester01", record, T0)
+    facts = KeyFacts("pandaharvester01", parse_record(record), T0)
     observations = observe_key(facts, T0 + 1000, RuleSettings(report_interval_s=3600), raised)
     assert observations["reporter_stale:pandaharvester01"].state == CLEAR
     assert decide(raised, observations, T0 + 1000) == []

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clusterwatch.monitor.ingest.validation import schema_document
+from clusterwatch.monitor.record import failed_calls, logs
 from clusterwatch.monitor.record import harvester_db as db
 from clusterwatch.monitor.record import host_state as host
-from clusterwatch.monitor.record import logs
 from clusterwatch.monitor.record.host_record import HostRecord, parse_record
 from clusterwatch.monitor.record.sections import REQUIRED_SECTIONS
 from clusterwatch.reporter import harvester_db as reporter_db
@@ -38,9 +38,9 @@ READS: dict[type, tuple[tuple[str, ...], str | None]] = {
     logs.AdjustmentLog: (("#/properties/adjustment",), None),
     logs.AdjusterLimit: (("#/properties/adjustment/properties/queues/additionalProperties",),
                          None),
-    logs.FailedCallsLog: (("#/properties/failed_calls",), None),
-    logs.DaemonCalls: (("#/$defs/failed_daemon",), None),
-    logs.LastCall: (("#/$defs/failed_daemon/properties/last/anyOf/1",), None),
+    failed_calls.FailedCallsLog: (("#/properties/failed_calls",), None),
+    failed_calls.DaemonCalls: (("#/$defs/failed_daemon",), None),
+    failed_calls.LastCall: (("#/$defs/failed_daemon/properties/last/anyOf/1",), None),
     host.Daemons: ((ERROR,), "logs"),
     host.DaemonLog: ((ERROR, "#/properties/daemons/anyOf/1/additionalProperties/anyOf/1"),
                      None),
@@ -159,7 +159,7 @@ def test_it_reads_the_reporters_example_record() -> None:
 def test_it_reads_an_empty_object_as_a_record_missing_every_section() -> None:
     record = parse_record({})
     assert record.missing_sections == REQUIRED_SECTIONS
-    assert record.fetching.queues == {} and record.health.volumes is None
+    assert record.fetching.queues is None and record.health.volumes is None
     assert record.harvester_db.workers_not_finished is None
 
 

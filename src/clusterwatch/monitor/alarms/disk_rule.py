@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from clusterwatch.monitor.alarms import wording
 from clusterwatch.monitor.alarms.observation import (
@@ -26,12 +26,24 @@ from clusterwatch.monitor.alarms.observation import (
     target,
 )
 from clusterwatch.monitor.humanize import size_text
+from clusterwatch.monitor.record.host_record import HostRecord
+from clusterwatch.monitor.record.host_state import VolumeReading
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A mount point's reading with every figure the check needs."""
+
+    used_percent: float
+    avail_bytes: float
+    total_bytes: float
+    device: str
 
 
 @dataclass
 class Filesystem:
     mount: str  # the name of its alarm: the shortest mount point with a reading
-    reading: Mapping[str, Any]
+    reading: Reading
     aliases: list[str] = field(default_factory=list)  # its other mount points
 
     def named(self) -> str:
@@ -40,35 +52,34 @@ class Filesystem:
 
 
 @dataclass
-class Volumes:
+class Filesystems:
     filesystems: dict[str, Filesystem]  # by alarm mount
     failed: dict[str, str]  # mount -> why its reading failed
     alias_of: dict[str, str]  # alias mount -> alarm mount
     section_error: Optional[str] = None  # the whole section is missing or failed
 
 
-def read_volumes(record: Mapping[str, Any]) -> Volumes:
-    health = record.get("health")
-    volumes = health.get("volumes") if isinstance(health, Mapping) else None
-    if not isinstance(volumes, Mapping):
-        return Volumes({}, {}, {}, "health.volumes is missing")
-    if isinstance(volumes.get("error"), str):
-        return Volumes({}, {}, {}, f"health.volumes: {volumes['error']}")
-    readings: dict[str, Mapping[str, Any]] = {}
+def read_volumes(record: HostRecord) -> Filesystems:
+    volumes = record.health.volumes
+    if volumes is None:
+        return Filesystems({}, {}, {}, "health.volumes is missing")
+    if volumes.error is not None:
+        return Filesystems({}, {}, {}, f"health.volumes: {volumes.error}")
+    readings: dict[str, Reading] = {}
     failed: dict[str, str] = {}
     same_as: dict[str, str] = {}
-    for mount, value in volumes.items():
-        if not isinstance(value, Mapping):
+    for mount, value in volumes.mounts.items():
+        if value is None:
             failed[mount] = "not a reading"
-        elif isinstance(value.get("same_as"), str):
-            same_as[mount] = value["same_as"]
-        elif _is_reading(value):
-            readings[mount] = value
+        elif value.same_as is not None:
+            same_as[mount] = value.same_as
+        elif (reading := _reading(value)) is not None:
+            readings[mount] = reading
         else:
-            failed[mount] = str(value.get("error") or "no reading")
+            failed[mount] = value.error or "no reading"
     by_device: dict[str, list[str]] = {}
     for mount, reading in readings.items():
-        by_device.setdefault(str(reading["device"]), []).append(mount)
+        by_device.setdefault(reading.device, []).append(mount)
     filesystems: dict[str, Filesystem] = {}
     alias_of: dict[str, str] = {}
     for mounts in by_device.values():
@@ -82,18 +93,19 @@ def read_volumes(record: Mapping[str, Any]) -> Volumes:
             alias_of[mount] = canonical
         else:
             failed[mount] = f"same filesystem as {original}, which has no reading"
-    return Volumes(filesystems, failed, alias_of)
+    return Filesystems(filesystems, failed, alias_of)
 
 
-def _is_reading(value: Mapping[str, Any]) -> bool:
-    numbers = [value.get(name) for name in ("total_bytes", "avail_bytes", "used_percent")]
-    return (all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
-            and value.get("device") is not None)
+def _reading(value: VolumeReading) -> Optional[Reading]:
+    if (value.used_percent is None or value.avail_bytes is None or value.total_bytes is None
+            or value.device is None):
+        return None
+    return Reading(value.used_percent, value.avail_bytes, value.total_bytes, value.device)
 
 
 def observe_disks(
     key: str,
-    record: Mapping[str, Any],
+    record: HostRecord,
     evidence_at: float,
     settings: RuleSettings,
     open_targets: Collection[str] = (),
@@ -103,8 +115,8 @@ def observe_disks(
     limit = settings.disk_used_percent
     seen: dict[str, Observation] = {}
     for fs in volumes.filesystems.values():
-        used = float(fs.reading["used_percent"])
-        avail, total = fs.reading["avail_bytes"], fs.reading["total_bytes"]
+        used, avail, total = (fs.reading.used_percent, fs.reading.avail_bytes,
+                              fs.reading.total_bytes)
         space = f"{used:.1f} % used, {size_text(avail)} left of {size_text(total)}"
         subject = f"{key} {fs.named()}: {space}"
         if used >= limit:
@@ -141,7 +153,7 @@ def observe_disks(
 
 
 def _volume_reading(
-    key: str, volumes: Volumes, unread_open: list[str], evidence_at: float
+    key: str, volumes: Filesystems, unread_open: list[str], evidence_at: float
 ) -> Observation:
     collected = wording.utc(evidence_at)
     if volumes.section_error is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Optional
 
 from clusterwatch.monitor.alarms import wording
 from clusterwatch.monitor.alarms.observation import (
@@ -22,31 +22,28 @@ from clusterwatch.monitor.alarms.observation import (
     UNKNOWN,
     Observation,
 )
-from clusterwatch.monitor.record.times import parse_utc
+from clusterwatch.monitor.record.host_record import HostRecord
+from clusterwatch.monitor.record.logs import FetchQueue
+from clusterwatch.monitor.record.times import utc_text
 
 TRACEBACK = "Traceback (most recent call last):"
 
 
-def observe_fetching(key: str, record: Mapping[str, Any], evidence_at: float) -> Observation:
+def observe_fetching(key: str, record: HostRecord, evidence_at: float) -> Observation:
     """The observation for `panda_unreachable:<key>` (one per harvester, all its queues)."""
-    fetching = record.get("fetching")
-    queues = fetching.get("queues") if isinstance(fetching, Mapping) else None
-    if not isinstance(queues, Mapping):
-        why = (fetching.get("error") if isinstance(fetching, Mapping) else None) or "no queues"
+    queues = record.fetching.queues
+    if queues is None:
+        why = record.fetching.error or "no queues"
         return Observation(UNKNOWN, "not read", f"{key}: fetch log not read ({why})",
                            evidence_at)
     attempts = failed = 0
     classes: Counter[str] = Counter()
     for queue in queues.values():
-        if not isinstance(queue, Mapping):
-            continue
-        attempts += _count(queue.get("attempts"))
-        failed += _count(queue.get("failed"))
-        errors = queue.get("errors")
-        if isinstance(errors, Mapping):
-            for error_class, count in errors.items():
-                if _count(count) > 0:
-                    classes[str(error_class)] += _count(count)
+        attempts += _count(queue.attempts)
+        failed += _count(queue.failed)
+        for error_class, count in queue.errors:
+            if count > 0:
+                classes[error_class] += count
     if attempts == 0:
         return Observation(UNKNOWN, "no fetches", f"{key}: no fetch attempt in the interval",
                            evidence_at)
@@ -71,44 +68,41 @@ def observe_fetching(key: str, record: Mapping[str, Any], evidence_at: float) ->
                        evidence_at)
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def _count(value: Optional[int]) -> int:
+    return value if value is not None and value > 0 else 0
 
 
 def _last_error_line(
-    record: Mapping[str, Any], queues: Mapping[str, Any], error_class: str
+    record: HostRecord, queues: Mapping[str, FetchQueue], error_class: str
 ) -> str:
     """The communicator's last failed call when it is of this class; else the newest fetch."""
-    calls = record.get("failed_calls")
-    communicator = calls.get("communicator") if isinstance(calls, Mapping) else None
-    last = communicator.get("last") if isinstance(communicator, Mapping) else None
-    line = last.get("line") if isinstance(last, Mapping) else None
-    if isinstance(line, str) and error_class in line:
+    last = record.failed_calls.communicator.last
+    line = last.line if last else None
+    if line is not None and error_class in line:
         return line
     newest: Optional[tuple[str, str, str]] = None
     for queue_name, queue in queues.items():
-        fetch = queue.get("last") if isinstance(queue, Mapping) else None
-        if not isinstance(fetch, Mapping) or fetch.get("error_class") != error_class:
+        fetch = queue.last
+        if fetch is None or fetch.error_class != error_class or fetch.at is None:
             continue
-        at = fetch.get("at")
-        if isinstance(at, str) and (newest is None or at > newest[0]):
-            newest = (at, str(queue_name), str(fetch.get("outcome") or error_class))
+        at = utc_text(fetch.at)
+        if newest is None or at > newest[0]:
+            newest = (at, queue_name, fetch.outcome or error_class)
     if newest is not None:
         at, queue_name, outcome = newest
         return f"{at} {queue_name}: {outcome}"
     return "none in the record"
 
 
-def _last_success(queues: Mapping[str, Any]) -> Optional[str]:
+def _last_success(queues: Mapping[str, FetchQueue]) -> Optional[str]:
     """`2026-10-02 18:48:05Z on BNL_PanDA_1` for the newest fetch that did not fail."""
     newest: Optional[tuple[float, str]] = None
     for queue_name, queue in queues.items():
-        fetch = queue.get("last") if isinstance(queue, Mapping) else None
-        if not isinstance(fetch, Mapping) or fetch.get("error_class"):
+        fetch = queue.last
+        if fetch is None or fetch.error_class or fetch.at is None:
             continue
-        at = parse_utc(fetch.get("at"))
-        if at is not None and (newest is None or at.timestamp() > newest[0]):
-            newest = (at.timestamp(), str(queue_name))
+        if newest is None or fetch.at.timestamp() > newest[0]:
+            newest = (fetch.at.timestamp(), queue_name)
     if newest is None:
         return None
     return f"{wording.utc(newest[0])} on {newest[1]}"

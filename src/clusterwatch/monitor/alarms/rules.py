@@ -8,9 +8,9 @@ every other alarm of the key stays as it is until fresh data speaks for it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from clusterwatch.monitor.alarms import wording
 from clusterwatch.monitor.alarms.disk_rule import observe_disks
@@ -26,6 +26,7 @@ from clusterwatch.monitor.alarms.observation import (
     target,
 )
 from clusterwatch.monitor.alarms.panda_rule import observe_fetching
+from clusterwatch.monitor.record.host_record import HostRecord
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class KeyFacts:
     """What the database knows about one key, as plain data."""
 
     key: str
-    record: Optional[Mapping[str, Any]] = None  # the latest record by collected_at
+    record: Optional[HostRecord] = None  # the latest record by collected_at
     collected_at: Optional[float] = None  # its collected_at, epoch seconds
     expected_since: Optional[float] = None  # first active token's creation; None: none
     retired_at: Optional[float] = None  # every token of the key revoked, the last at this

@@ -10,6 +10,7 @@ from clusterwatch.monitor.alarms.observation import split_target
 from clusterwatch.monitor.alarms.rules import KeyFacts
 from clusterwatch.monitor.alarms.transitions import OpenAlarm, Transition
 from clusterwatch.monitor.models import Alarm, HostTokenKey, LatestReport
+from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import ALERT, RECOVER
 
@@ -45,7 +46,7 @@ def key_facts() -> list[KeyFacts]:
         record = row.report.record if row is not None else None
         facts.append(KeyFacts(
             key=key,
-            record=record if isinstance(record, dict) else None,
+            record=parse_record(record) if isinstance(record, dict) else None,
             collected_at=row.collected_at.timestamp() if row is not None else None,
             expected_since=expected.get(key),
             # Retired: it had tokens and none is active. A key without any token row

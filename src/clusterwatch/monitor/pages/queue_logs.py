@@ -98,12 +98,13 @@ def _quoted(queue: str) -> str:
 
 def fetching(record: HostRecord, queue: str, now: dt.datetime) -> Fetching:
     section = record.fetching
-    entry = section.queues.get(queue) or FetchQueue()
+    queues = section.queues or {}
+    entry = queues.get(queue) or FetchQueue()
     last = entry.last
     return Fetching(
         source=f'fetching.queues["{_quoted(queue)}"]',
         error=section.error or section.read.error,
-        present=queue in section.queues,
+        present=queue in queues,
         attempts=entry.attempts or 0,
         failed=entry.failed or 0,
         errors=list(entry.errors),
@@ -129,13 +130,14 @@ def _newest_first(pushes: Iterable[WorkerPush]) -> list[WorkerPush]:
 
 def submission(record: HostRecord, queue: str, now: dt.datetime) -> Submission:
     section = record.submission
-    entry = section.queues.get(queue) or SubmitQueue()
+    queues = section.queues or {}
+    entry = queues.get(queue) or SubmitQueue()
     status = entry.workers_status
     ours = _newest_first(push for push in section.recent_pushes if push.queue == queue)
     return Submission(
         source=f'submission.queues["{_quoted(queue)}"]',
         error=section.error or section.read.error,
-        present=queue in section.queues,
+        present=queue in queues,
         workers_submitted=entry.workers_submitted,
         submit_failures=entry.submit_failures,
         workers_status=status.pairs() if status is not None else [],
@@ -158,11 +160,12 @@ def _against(value: Any) -> list[tuple[str, str]]:
 
 def adjustment(record: HostRecord, queue: str, now: dt.datetime) -> Adjustment:
     section = record.adjustment
-    entry = section.queues.get(queue) or AdjusterLimit()
+    queues = section.queues or {}
+    entry = queues.get(queue) or AdjusterLimit()
     return Adjustment(
         source=f'adjustment.queues["{_quoted(queue)}"]',
         error=section.error or section.read.error,
-        present=queue in section.queues,
+        present=queue in queues,
         at=stamp(entry.at, now),
         limit=entry.limit,
         limit_name=entry.limit_name,

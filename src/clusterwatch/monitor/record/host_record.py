@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from clusterwatch.monitor.record.failed_calls import FailedCallsLog, failed_calls_log
 from clusterwatch.monitor.record.harvester_db import HarvesterDb, harvester_db
 from clusterwatch.monitor.record.host_state import (
     CharactersReplaced,
@@ -32,11 +33,9 @@ from clusterwatch.monitor.record.host_state import (
 )
 from clusterwatch.monitor.record.logs import (
     AdjustmentLog,
-    FailedCallsLog,
     FetchingLog,
     SubmissionLog,
     adjustment_log,
-    failed_calls_log,
     fetching_log,
     submission_log,
 )

@@ -1,5 +1,5 @@
-"""The record's log sections, typed: `fetching`, `submission`, `adjustment` (one harvester
-log each, by PanDA queue) and `failed_calls` (the communicator's and propagator's logs).
+"""The record's log sections, typed: `fetching`, `submission` and `adjustment`, one harvester
+log each, by PanDA queue (`failed_calls`, from two more logs, is in `failed_calls`).
 
 Each type names its fields as the schema names them (record-v1.schema.json; a test holds the
 two together). A value that is not what the schema says reads as None or empty, so a record
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, TypeVar
 
 from clusterwatch.monitor.record.reading import (
     Counts,
@@ -23,8 +23,9 @@ from clusterwatch.monitor.record.reading import (
     obj,
     text,
 )
-from clusterwatch.monitor.record.sections import CALL_DAEMONS
 from clusterwatch.monitor.record.times import parse_utc
+
+EntryT = TypeVar("EntryT")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,9 @@ class FetchQueue:
 class FetchingLog:
     read: LogRead = LogRead()
     error: Optional[str] = None
-    # Queues with an entry: an empty entry, or one that is no object, says nothing.
-    queues: Mapping[str, FetchQueue] = field(default_factory=dict)
+    # The queues with an entry (an empty entry, or one that is no object, says nothing);
+    # None when the section has no `queues` object (its log could not be read).
+    queues: Optional[Mapping[str, FetchQueue]] = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ class WorkerPush:
 class SubmissionLog:
     read: LogRead = LogRead()
     error: Optional[str] = None
-    queues: Mapping[str, SubmitQueue] = field(default_factory=dict)
+    queues: Optional[Mapping[str, SubmitQueue]] = None  # as FetchingLog.queues
     recent_pushes: tuple[WorkerPush, ...] = ()
 
 
@@ -130,38 +132,10 @@ class AdjusterLimit:
 class AdjustmentLog:
     read: LogRead = LogRead()
     error: Optional[str] = None
-    queues: Mapping[str, AdjusterLimit] = field(default_factory=dict)
+    queues: Optional[Mapping[str, AdjusterLimit]] = None  # as FetchingLog.queues
 
 
-@dataclass(frozen=True)
-class LastCall:
-    at: Optional[dt.datetime] = None
-    line: Optional[str] = None  # the log line, which names the cause
-
-
-@dataclass(frozen=True)
-class DaemonCalls:
-    """One daemon's failed calls to the PanDA server in the interval (`$defs/failed_daemon`):
-    host-wide, not per queue."""
-
-    read: LogRead = LogRead()
-    error: Optional[str] = None
-    failed: Optional[int] = None
-    by_call_and_class: Counts = ()
-    last: Optional[LastCall] = None
-
-
-@dataclass(frozen=True)
-class FailedCallsLog:
-    communicator: DaemonCalls = DaemonCalls()
-    propagator: DaemonCalls = DaemonCalls()
-
-    def by_daemon(self) -> list[tuple[str, DaemonCalls]]:
-        """(daemon, its calls) in `CALL_DAEMONS` order."""
-        return [(daemon, getattr(self, daemon)) for daemon in CALL_DAEMONS]
-
-
-def _read(value: Any) -> LogRead:
+def log_read(value: Any) -> LogRead:
     part = obj(value)
     if not part:
         return LogRead()
@@ -171,10 +145,13 @@ def _read(value: Any) -> LogRead:
                    integer(part.get("lost_bytes")))
 
 
-def _entries(section: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """The section's queue entries that say something (non-empty objects)."""
-    return [(name, entry) for name, entry in obj(section.get("queues")).items()
-            if is_obj(entry) and entry]
+def _queues(section: Mapping[str, Any], entry: Callable[[Mapping[str, Any]], EntryT],
+            ) -> Optional[dict[str, EntryT]]:
+    """The section's queue entries that say something (non-empty objects), read by `entry`."""
+    queues = section.get("queues")
+    if not is_obj(queues):
+        return None
+    return {name: entry(found) for name, found in obj(queues).items() if is_obj(found) and found}
 
 
 def _fetch_attempt(last: Mapping[str, Any]) -> FetchAttempt:
@@ -198,8 +175,8 @@ def _fetch_queue(entry: Mapping[str, Any]) -> FetchQueue:
 
 def fetching_log(value: Any) -> FetchingLog:
     section = obj(value)
-    return FetchingLog(_read(section.get("read")), error_of(section),
-                       {name: _fetch_queue(entry) for name, entry in _entries(section)})
+    return FetchingLog(log_read(section.get("read")), error_of(section),
+                       _queues(section, _fetch_queue))
 
 
 def _workers_status(status: Mapping[str, Any]) -> WorkersStatus:
@@ -229,8 +206,8 @@ def _pushes(value: Any) -> tuple[WorkerPush, ...]:
 
 def submission_log(value: Any) -> SubmissionLog:
     section = obj(value)
-    return SubmissionLog(_read(section.get("read")), error_of(section),
-                         {name: _submit_queue(entry) for name, entry in _entries(section)},
+    return SubmissionLog(log_read(section.get("read")), error_of(section),
+                         _queues(section, _submit_queue),
                          _pushes(section.get("recent_pushes")))
 
 
@@ -242,25 +219,5 @@ def _adjuster_limit(entry: Mapping[str, Any]) -> AdjusterLimit:
 
 def adjustment_log(value: Any) -> AdjustmentLog:
     section = obj(value)
-    return AdjustmentLog(_read(section.get("read")), error_of(section),
-                         {name: _adjuster_limit(entry) for name, entry in _entries(section)})
-
-
-def _daemon_calls(value: Any) -> DaemonCalls:
-    part = obj(value)
-    if not part:
-        return DaemonCalls()
-    last = obj(part.get("last"))
-    return DaemonCalls(
-        read=_read(part.get("read")),
-        error=error_of(part),
-        failed=integer(part.get("failed")),
-        by_call_and_class=counts(part.get("by_call_and_class")),
-        last=LastCall(parse_utc(last.get("at")), text(last.get("line"))) if last else None,
-    )
-
-
-def failed_calls_log(value: Any) -> FailedCallsLog:
-    section = obj(value)
-    return FailedCallsLog(communicator=_daemon_calls(section.get("communicator")),
-                          propagator=_daemon_calls(section.get("propagator")))
+    return AdjustmentLog(log_read(section.get("read")), error_of(section),
+                         _queues(section, _adjuster_limit))
