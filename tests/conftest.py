@@ -1,26 +1,16 @@
-"""Shared test policy: what a missing external component means."""
+"""Fixtures for every test folder; the policy behind them is in tests/components.py."""
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 import pytest
 
-from clusterwatch.testing.services import MissingComponent, require_binary
-
-
-def _need_binary(name: str) -> str:
-    """Path of `name`; a missing one fails the test under CI=true and skips it elsewhere."""
-    try:
-        return require_binary(name)
-    except MissingComponent as missing:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {missing}", pytrace=False)
-        pytest.skip(f"{missing}")
+# Also under its old name: tests/reporter still imports `_need_binary` from this conftest.
+from tests.components import need_binary as _need_binary
 
 
 @pytest.fixture
 def need_binary() -> Callable[[str], str]:
-    """`need_binary("prometheus")` returns the binary's path, or fails/skips (see above)."""
+    """`need_binary("prometheus")` returns the binary's path, or fails/skips."""
     return _need_binary

@@ -27,6 +27,7 @@ from clusterwatch.demo import monitor as demo
 from clusterwatch.demo.monitor_steps import DemoError
 from clusterwatch.testing.mariadb import MariaDBMissing, binaries
 from clusterwatch.testing.monitor_server import private_database
+from tests.components import unavailable
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +42,7 @@ def _need_mariadb() -> None:
     try:
         binaries()
     except MariaDBMissing as missing:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {missing}", pytrace=False)
-        pytest.skip(str(missing))
+        unavailable(missing)
 
 
 def test_it_brings_up_the_monitor_with_the_reporters_records_and_stops(

@@ -11,6 +11,7 @@ import pytest
 from clusterwatch.testing import slurm
 from clusterwatch.testing.services import MissingComponent, ServiceStartError
 from clusterwatch.testing.slurm import ClusterSettings, SlurmCluster, SlurmUnavailable
+from tests.components import unavailable
 
 HYBRID_MOUNTS = """\
 tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
@@ -101,9 +102,7 @@ def can_run_a_cluster() -> None:
     try:
         slurm.check_prerequisites()
     except MissingComponent as missing:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {missing}", pytrace=False)
-        pytest.skip(str(missing))
+        unavailable(missing)
     except SlurmUnavailable as reason:
         pytest.skip(str(reason))
 
