@@ -16,8 +16,8 @@ from typing import Any, Optional
 
 import pytest
 
-from clusterwatch.reporter import delivery
-from clusterwatch.reporter.delivery import Buffer, classify, deliver
+from clusterwatch.reporter import buffer as buffer_module
+from clusterwatch.reporter.buffer import Buffer, classify, deliver
 from clusterwatch.reporter.envfile import ConfigError
 from tests.reporter.drip import DripRelay, DripServer
 from tests.reporter.tls import CA, MonitorServer, make_ca, make_server_cert
@@ -374,7 +374,7 @@ def test_it_sets_aside_an_unreadable_record_file_without_posting_it(
 
 def test_it_keeps_only_the_newest_set_aside_records(
         buffer: Buffer, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(delivery, "SET_ASIDE_KEEP", 2)
+    monkeypatch.setattr(buffer_module, "SET_ASIDE_KEEP", 2)
     names = [buffer.add({"seq": seq}) for seq in range(4)]
     outcome = deliver(buffer, "https://monitor.example.org/x", TOKEN,
                       poster=lambda data: (400, "http: HTTP 400 Bad Request"), now=clock)
@@ -460,7 +460,7 @@ def test_it_ignores_and_later_cleans_what_a_run_killed_mid_write_left(
     Buffer(str(state), clock=clock).add({"seq": 0})
     child = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal
-        from clusterwatch.reporter.delivery import Buffer
+        from clusterwatch.reporter.buffer import Buffer
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
         Buffer({str(state)!r}).add({{"seq": 1, "pad": "x" * 100000}})
         """)], check=False)
@@ -476,7 +476,7 @@ def test_it_ignores_and_later_cleans_what_a_run_killed_mid_write_left(
     assert posted == [0]
     assert (state / "buffer" / leftovers[0]).exists()  # young: maybe a live writer's
 
-    clock.tick(delivery.STALE_TEMP_SECONDS + 1)
+    clock.tick(buffer_module.STALE_TEMP_SECONDS + 1)
     os.utime(state / "buffer" / leftovers[0], (T0, T0))
     Buffer(str(state), clock=clock)
     assert os.listdir(state / "buffer") == []

@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 
 from clusterwatch.reporter import main as reporter_main
+from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.build import build
-from clusterwatch.reporter.delivery import Buffer
 from clusterwatch.reporter.record import load_schema
 from clusterwatch.testing.harvester_files import HARVESTER_LOGS
 

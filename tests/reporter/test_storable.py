@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.reporter.delivery import Buffer
+from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.testing.monitor_server import MonitorServer, monitor_server, private_database
 
 from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module

@@ -16,7 +16,7 @@ Python 3.6 compatible, standard library only (see the package docstring).
 from typing import Any, Dict, Optional
 
 from clusterwatch.reporter import state as state_module
-from clusterwatch.reporter.delivery import Buffer
+from clusterwatch.reporter.buffer import Buffer
 
 PENDING = "pending"
 

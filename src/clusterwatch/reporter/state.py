@@ -19,7 +19,7 @@ from clusterwatch.reporter import state_repair
 
 STATE_FILE = "state.json"
 LOCK_FILE = "lock"
-COUNTS_FILE = "delivery.json"  # the delivery buffer's counts (see delivery.py)
+COUNTS_FILE = "delivery.json"  # the delivery buffer's counts (see buffer.py)
 
 
 class StateError(Exception):
