@@ -186,3 +186,30 @@ def test_it_runs_from_a_wheel_installed_outside_the_checkout(installed_elsewhere
         assert line in done.stdout
     assert "Slack (a loopback fake) received" in done.stdout
     assert ("monitor: migrated (SQLite " in done.stdout) == url.startswith("sqlite")
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "http"])
+def test_a_bad_port_is_a_usage_error_of_the_installed_command(port: str, tmp_path: Path) -> None:
+    program = Path(sys.executable).with_name("clusterwatch")
+    result = subprocess.run([str(program), "monitor", "demo", "--check", "--port", port,
+                             "--data-dir", str(tmp_path / "d")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "--port" in result.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_data_dir_that_cannot_be_made_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    _need_mariadb()
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    program = Path(sys.executable).with_name("clusterwatch")
+    for data_dir in (a_file, a_file / "below"):
+        result = subprocess.run([str(program), "monitor", "demo", "--check",
+                                 "--data-dir", str(data_dir)],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert str(data_dir) in result.stderr
+    assert a_file.read_text() == "not a directory"

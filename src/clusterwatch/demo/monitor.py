@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 done (or Ctrl-C), 1 a step failed, 2 usage error.")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, metavar="DIR",
                         help="the demo's files, made afresh (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
                         help="gunicorn's port on 127.0.0.1; 0 picks a free one "
                         "(default: %(default)s)")
     parser.add_argument("--database-url", metavar="URL",
@@ -65,6 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true",
                         help="check that the pages answer, then stop instead of serving")
     return parser
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0-65535, else a usage error (not a traceback at bind time)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, not {port}")
+    return port
 
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[IO[str]] = None) -> int:
@@ -99,12 +110,17 @@ def _interrupt(signum: int, frame: Optional[FrameType]) -> None:
 def fresh_data_dir(path: Path) -> Path:
     """`path`, emptied if an earlier demo made it; DemoError if it holds anything else."""
     if path.exists():
+        if not path.is_dir():
+            raise DemoError(f"{path} is not a directory; choose another --data-dir")
         if not (path / MARKER).exists() and any(path.iterdir()):
             raise DemoError(f"{path} exists and was not made by the demo; choose another "
                             "--data-dir")
         shutil.rmtree(path)
-    path.mkdir(mode=0o700, parents=True)
-    (path / MARKER).write_text("made by clusterwatch monitor demo; removed by its next run\n")
+    try:
+        path.mkdir(mode=0o700, parents=True)
+        (path / MARKER).write_text("made by clusterwatch monitor demo; removed by its next run\n")
+    except OSError as exc:
+        raise DemoError(f"cannot make the data directory {path}: {exc.strerror}") from None
     return path
 
 
