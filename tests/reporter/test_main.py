@@ -42,9 +42,9 @@ def validate(record: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from tests.conftest import _need_binary
+    from tests.components import need_binary
 
-    openssl = _need_binary("openssl")
+    openssl = need_binary("openssl")
     root = tmp_path_factory.mktemp("pki")
     ca = make_ca(root, "ca", openssl)
     return {"ca": ca, "server": make_server_cert(ca, root, "server", openssl)}

@@ -11,8 +11,10 @@ and `line_chunks` (complete lines within a budget), `harvester_log` (log line pa
 database through the mysql client), `host` (processes, log freshness, disk volumes), `record`
 (assembly, schema) with `storable` (text every database stores), `state` and `state_repair`
 (the state file, and what a damaged one still gives), `commit` (the record and its log
-positions as one step), `delivery` (local buffer, backlog pass) with `https_post` (one post
-under one deadline), `envfile`.
+positions as one step), `delivery` (the pass over the backlog) with `buffer` (records waiting
+on disk) and `delivery_counts` (what was lost, until a record reports it), `answer_policy`
+(what each HTTP answer means) and `https_post` (the transport: one post under one deadline),
+`envfile`.
 """
 
 REPORTER_VERSION = "1.0.0"

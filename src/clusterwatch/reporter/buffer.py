@@ -1,17 +1,12 @@
-"""Delivery to the monitor over verified HTTPS, and the bounded local buffer records wait in.
+"""The bounded local buffer that records wait in for delivery: one file each under
+`state_dir/buffer/`, written atomically, posted oldest first by the delivery pass.
 
-Every record is buffered first (one file each, written atomically, once the run committed
-it with its log positions: see commit.py) and a delivery pass posts the buffer oldest first.
-A 2xx removes the record; a permanent rejection sets it aside and the pass goes on; anything
-transient stops the pass, leaving the rest for the next run. Delivery is at least once: a
-run killed between an accepted post and the file's removal posts the same record again, and
-the monitor stores a record identical to one it has once.
+A record is buffered once the run committed it with its log positions (see commit.py).
+Records the monitor refused for good are moved to `set_aside/` for an operator; the counts of
+records lost either way are kept in `delivery.json` until a record reports them (see
+delivery_counts.py).
 
-Counts of dropped and set-aside records travel in the `delivery` section of the next record
-built. `Buffer.add` moves the counts a record reports out of `delivery.json` into that
-record's file; if the record is itself dropped or set aside, its counts move back. So every
-drop is reported by exactly one delivered record (twice at worst after a crash, never zero
-times), however many records wait in the buffer at once.
+Python 3.6 compatible, standard library only (see the package docstring).
 """
 
 import contextlib
@@ -20,13 +15,17 @@ import logging
 import os
 import re
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from clusterwatch.reporter import utc_text
-from clusterwatch.reporter.envfile import check_monitor_url, check_token
-from clusterwatch.reporter.https_post import Poster, https_poster
+from clusterwatch.reporter.delivery_counts import (
+    Counts,
+    carried_counts,
+    count_loss,
+    move,
+    normal_counts,
+)
 from clusterwatch.reporter.state import COUNTS_FILE, write_atomically
-from clusterwatch.reporter.storable import RISKY_JSON, make_storable
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +34,6 @@ SET_ASIDE_DIR = "set_aside"
 SET_ASIDE_KEEP = 100  # set-aside records kept for an operator; they were counted already
 STALE_TEMP_SECONDS = 600.0  # a write takes milliseconds: an older temp file is a dead run's
 REASON_BUFFER_FULL = "dropped: buffer full"
-REASON_UNREADABLE = "set aside: unreadable record"
-
-# Statuses that say nothing against the record: retried on the next run.
-RETRY_STATUSES = frozenset([408, 429])
-# The monitor refuses the sender or the address, not the record (wrong token, wrong path,
-# a proxy wanting credentials): setting every record aside would throw the backlog away
-# over a configuration fix, so these stop the pass and keep the records, like a 5xx.
-SENDER_STATUSES = frozenset([401, 403, 404, 405, 407])
 
 _RECORD_NAME = re.compile(r"(\d{20})\.json\Z")
 _TEMP_PREFIX = ".tmp-"
@@ -82,7 +73,7 @@ class Buffer:
         with open(os.path.join(self.dir, name), "rb") as handle:
             return handle.read()
 
-    def counts(self) -> Dict[str, Any]:
+    def counts(self) -> Counts:
         """The persisted counters: dropped, set_aside, reasons, last_error, last_error_at."""
         path = os.path.join(self.state_dir, COUNTS_FILE)
         try:
@@ -94,7 +85,7 @@ class Buffer:
             log.warning("cannot read %s (%s); delivery counts start again from zero",
                         path, type(exc).__name__)
             data = {}
-        return _normal_counts(data if isinstance(data, dict) else {})
+        return normal_counts(data if isinstance(data, dict) else {})
 
     def section(self) -> Dict[str, Any]:
         return build_section(self)
@@ -113,12 +104,12 @@ class Buffer:
     def add(self, record: Mapping[str, Any], name: Optional[str] = None) -> str:
         """Buffer `record` (durably) as `name` (default: `next_name()`) and return the name;
         then enforce the bound."""
-        data = _encode(record)
+        data = encode(record)
         name = name or self.next_name()
         names = [other for other in self.names() if other != name]
         _write_atomically(self.dir, name, data)
         counts = self.counts()
-        _move(_carried_counts(record), counts, -1)
+        move(carried_counts(record), counts, -1)
         self._save_counts(counts)
         self._enforce_bound(sorted([*names, name]))
         return name
@@ -131,9 +122,8 @@ class Buffer:
                   record: Optional[Mapping[str, Any]] = None) -> None:
         """Move a permanently rejected record to `set_aside/`, counted under `reason`."""
         counts = self.counts()
-        _move(_carried_counts(record), counts, +1)
-        counts["set_aside"] += 1
-        _bump(counts["reasons"], reason)
+        move(carried_counts(record), counts, +1)
+        count_loss(counts, "set_aside", reason)
         # Counts first, then the move: a crash in between re-posts the record and counts
         # it twice rather than never.
         self._save_counts(counts)
@@ -153,7 +143,7 @@ class Buffer:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _save_counts(self, counts: Dict[str, Any]) -> None:
+    def _save_counts(self, counts: Counts) -> None:
         data = json.dumps(counts, sort_keys=True, indent=1).encode("utf-8")
         _write_atomically(self.state_dir, COUNTS_FILE, data)
 
@@ -173,9 +163,8 @@ class Buffer:
             return
         counts = self.counts()
         for name in doomed:
-            _move(_carried_counts(_load_quietly(os.path.join(self.dir, name))), counts, +1)
-            counts["dropped"] += 1
-            _bump(counts["reasons"], REASON_BUFFER_FULL)
+            move(carried_counts(_load_quietly(os.path.join(self.dir, name))), counts, +1)
+            count_loss(counts, "dropped", REASON_BUFFER_FULL)
         self._save_counts(counts)  # before the unlinks: a crash over-counts, never hides
         for name in doomed:
             self.remove(name)
@@ -225,143 +214,8 @@ def build_section(buffer: Buffer) -> Dict[str, Any]:
     }
 
 
-def deliver(buffer: Buffer, url: str, token: str, ca_bundle: Optional[str] = None,
-            timeout: float = 30.0, now: Clock = time.time,
-            poster: Optional[Poster] = None) -> Dict[str, Any]:
-    """Post every buffered record, oldest first; the caller has buffered the current one.
-
-    Returns `delivered_all` (every record went and was accepted), `delivered`, `set_aside`
-    (this pass), `backlog` (records still waiting), `last_error` (None on a clean pass) and
-    `section` (what `build_section` now gives the next record). Raises ConfigError, before
-    posting anything, for a URL or token that must not be used. Each post's whole exchange
-    ends within `timeout` seconds (see https_post). `poster` replaces the HTTPS post (one seam
-    for tests); it returns (status or None when no answer came, description).
-    """
-    check_monitor_url(url)
-    check_token(token)
-    delivered = set_aside = 0
-    error = None  # type: Optional[str]
-    post = poster
-    if post is None:
-        try:
-            post = https_poster(url, token, ca_bundle, timeout)
-        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            error = _scrub(f"tls: cannot load CA bundle {ca_bundle}: {exc}", token)
-    if post is not None:
-        delivered, set_aside, error = _post_backlog(buffer, post, token)
-    buffer.note_pass(error, now())
-    backlog = len(buffer.names())
-    if error is None:
-        log.info("delivered %d record(s)", delivered)
-    return {
-        "delivered_all": error is None and backlog == 0,
-        "delivered": delivered,
-        "set_aside": set_aside,
-        "backlog": backlog,
-        "last_error": error,
-        "section": build_section(buffer),
-    }
-
-
-def _post_backlog(buffer: Buffer, post: Poster, token: str) -> Tuple[int, int, Optional[str]]:
-    """One pass over the buffer: (delivered, set aside, the last failure or None)."""
-    delivered = set_aside = 0
-    error = None  # type: Optional[str]
-    for name in buffer.names():
-        try:
-            data = buffer.read(name)
-            record = json.loads(data.decode("utf-8"))
-        except (OSError, ValueError) as exc:
-            # A file that is not a record would otherwise block or be rejected forever.
-            error = f"{REASON_UNREADABLE}: {type(exc).__name__}"
-            log.warning("record %s: %s; set aside", name, error)
-            buffer.set_aside(name, REASON_UNREADABLE, type(exc).__name__)
-            set_aside += 1
-            continue
-        if RISKY_JSON.search(data) and isinstance(record, dict):
-            # Buffered by a reporter that did not yet make its records storable.
-            data = _encode(make_storable(record))
-        status, description = post(data)
-        description = _scrub(description, token)
-        verdict = classify(status)
-        if verdict == "delivered":
-            buffer.remove(name)
-            delivered += 1
-            continue
-        error = description
-        if verdict == "rejected":
-            log.warning("the monitor rejected record %s (%s); set aside", name, description)
-            buffer.set_aside(name, f"set aside: HTTP {status}", description,
-                             record if isinstance(record, dict) else None)
-            set_aside += 1
-            continue
-        log.warning("delivery stopped at record %s: %s", name, description)
-        break
-    return delivered, set_aside, error
-
-
-def classify(status: Optional[int]) -> str:
-    """`delivered`, `rejected` (set aside, go on) or `retry` (stop, keep) for a post's status.
-
-    No answer (connection, TLS, timeout), 5xx, 408, 429, the sender statuses and any
-    redirect (not followed: it would carry the token elsewhere) are `retry`.
-    """
-    if status is None:
-        return "retry"
-    if 200 <= status < 300:
-        return "delivered"
-    if 400 <= status < 500 and status not in RETRY_STATUSES and status not in SENDER_STATUSES:
-        return "rejected"
-    return "retry"
-
-
-def _scrub(text: str, token: str) -> str:
-    return text.replace(token, "<token>") if token else text
-
-
-def _normal_counts(data: Mapping[str, Any]) -> Dict[str, Any]:
-    reasons = data.get("reasons")
-    last_error = data.get("last_error")
-    last_error_at = data.get("last_error_at")
-    return {
-        "dropped": _count(data.get("dropped")),
-        "set_aside": _count(data.get("set_aside")),
-        "reasons": {str(key): _count(value)
-                    for key, value in (reasons.items() if isinstance(reasons, dict) else [])
-                    if _count(value) > 0},
-        "last_error": last_error if isinstance(last_error, str) else None,
-        "last_error_at": last_error_at if isinstance(last_error_at, str) else None,
-    }
-
-
-def _carried_counts(record: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The counts a record's `delivery` section reports (zero for anything malformed)."""
-    section = record.get("delivery") if isinstance(record, Mapping) else None
-    return _normal_counts(section if isinstance(section, dict) else {})
-
-
-def _move(carried: Mapping[str, Any], counts: Dict[str, Any], sign: int) -> None:
-    """Add (`sign` +1) or take away (-1) `carried` from `counts`, never below zero."""
-    for key in ("dropped", "set_aside"):
-        counts[key] = max(0, counts[key] + sign * carried[key])
-    reasons = counts["reasons"]
-    for reason, number in carried["reasons"].items():
-        left = reasons.get(reason, 0) + sign * number
-        if left > 0:
-            reasons[reason] = left
-        else:
-            reasons.pop(reason, None)
-
-
-def _bump(reasons: Dict[str, int], reason: str) -> None:
-    reasons[reason] = reasons.get(reason, 0) + 1
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _encode(record: Mapping[str, Any]) -> bytes:
+def encode(record: Mapping[str, Any]) -> bytes:
+    """A record as it is buffered and posted: sorted keys, no spaces, UTF-8."""
     return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 

@@ -124,14 +124,14 @@ def _say_damage(damage: Optional[Dict[str, Any]]) -> None:
 
 
 def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> int:
-    from clusterwatch.reporter import buffer as buffer_module
-    from clusterwatch.reporter import commit, envfile
+    from clusterwatch.reporter import commit, delivery, envfile
+    from clusterwatch.reporter.buffer import Buffer
 
     state_module.prepare(state_dir)
     with state_module.locked(state_dir):
         previous, damage = state_module.load(state_dir)
         _say_damage(damage)
-        buffer = buffer_module.Buffer(state_dir)
+        buffer = Buffer(state_dir)
         commit.recover(previous, buffer)  # a run killed after its commit: finish it
         record, new_state = record_module.collect(key, sources, previous, time.time(),
                                                   buffer=buffer, state_damage=damage)
@@ -146,7 +146,7 @@ def _run_and_deliver(key: str, sources: Any, state_dir: str, env_path: str) -> i
             sys.stderr.write("harvester-reporter: no monitor URL or token in {}; the record "
                              "is buffered\n".format(env_path))
             return EXIT_NOT_CONFIGURED
-        outcome = buffer_module.deliver(buffer, url, token, ca_bundle=settings.get("ca_bundle"))
+        outcome = delivery.deliver(buffer, url, token, ca_bundle=settings.get("ca_bundle"))
     if outcome.get("delivered_all"):
         return EXIT_OK
     sys.stderr.write("harvester-reporter: delivery failed ({}); {} record(s) buffered\n".format(
