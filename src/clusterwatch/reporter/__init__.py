@@ -4,7 +4,8 @@ Standard library only, Python 3.6.8 compatible (no dataclasses, no `from __futur
 annotations`, no walrus, no `subprocess.run(capture_output=...)`), imports nothing outside
 this package, and ships as one zipapp (`clusterwatch reporter build`).
 
-Modules: `main` (options, one run), `tail` (log positions and rotation) with
+Modules: `main` (options, one run), `tail` (reading a log on from its saved position, across
+rotation) with `log_position` (the typed position and its JSON form in the state file),
 `rotated_read` (a log rotated since the last run), `log_generations` (a log's rotated files)
 and `line_chunks` (complete lines within a budget), `harvester_log` (log line parsers),
 `condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db` (the harvester's

@@ -23,6 +23,8 @@ import stat
 import zlib
 from typing import IO, Any, Dict, List, Tuple, Type, cast
 
+from clusterwatch.reporter.log_position import FileMark
+
 _LZMA_ERRORS: Tuple[Type[BaseException], ...] = ()
 try:  # a Python built without liblzma still reads plain, .gz and .bz2 logs
     import lzma
@@ -141,21 +143,20 @@ def open_any(path: str) -> IO[bytes]:
     return open(path, "rb")
 
 
-def head_matches(f: IO[bytes], saved: Dict[str, Any]) -> bool:
-    """Whether `f` starts with the bytes `saved` fingerprinted."""
+def head_matches(f: IO[bytes], mark: FileMark) -> bool:
+    """Whether `f` starts with the bytes `mark` fingerprinted."""
     f.seek(0)
-    head = read_exact(f, saved["fp_len"])
-    return len(head) == saved["fp_len"] and fingerprint(head) == str(saved["fp"])
+    head = read_exact(f, mark.fp_len)
+    return len(head) == mark.fp_len and fingerprint(head) == mark.fp
 
 
-def written_since(st: os.stat_result, saved: Dict[str, Any], strict: bool) -> bool:
-    mtime_ns = saved.get("mtime_ns")
-    if not isinstance(mtime_ns, int) or st.st_size == 0:
+def written_since(st: os.stat_result, mark: FileMark, strict: bool) -> bool:
+    if mark.mtime_ns is None or st.st_size == 0:
         return False
-    return st.st_mtime_ns > mtime_ns if strict else st.st_mtime_ns >= mtime_ns
+    return st.st_mtime_ns > mark.mtime_ns if strict else st.st_mtime_ns >= mark.mtime_ns
 
 
-def candidates(found: List[Generation], saved: Dict[str, Any],
+def candidates(found: List[Generation], mark: FileMark,
                oldest_first: bool = False) -> List[Generation]:
     """Generations that may be the file last read: the one with the saved inode first, then
     newest first by modification time; or, when `found` holds only the generations the last
@@ -168,13 +169,13 @@ def candidates(found: List[Generation], saved: Dict[str, Any],
     truncated) can point at it.
     """
     ranked = []  # type: List[Tuple[bool, int, Any, Generation]]
-    weak = saved["fp_len"] < FINGERPRINT_BYTES
+    weak = mark.fp_len < FINGERPRINT_BYTES
     for generation in found:
         st = generation.st
-        same_inode = (st.st_dev, st.st_ino) == (saved["dev"], saved["inode"])
+        same_inode = (st.st_dev, st.st_ino) == (mark.dev, mark.inode)
         # An empty file is only ours if written since; with a head, gzip may have kept the
         # mtime of the last run.
-        if weak and not same_inode and not written_since(st, saved, saved["fp_len"] == 0):
+        if weak and not same_inode and not written_since(st, mark, mark.fp_len == 0):
             continue
         if oldest_first:
             ranked.append((False, 0, len(ranked), generation))

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION, utc_text
+from clusterwatch.reporter.log_position import LogPosition, position_json
 from clusterwatch.reporter.state_repair import usable_parts
 from clusterwatch.reporter.storable import make_storable
 
@@ -79,8 +80,9 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
 
     def read(name: str) -> Tuple[List[bytes], Dict[str, Any]]:
         path = os.path.join(sources.log_dir, name)
-        chunks, saved, info = tail.read_new(path, logs_state.get(name))
-        logs_state[name] = saved
+        saved = LogPosition.from_json(logs_state.get(name))
+        chunks, position, info = tail.read_new(path, saved)
+        logs_state[name] = position_json(position)
         return chunks, info
 
     def keep_unparsed(name: str, built: Dict[str, Any]) -> None:

@@ -20,56 +20,51 @@ from clusterwatch.reporter.log_generations import (
     identities,
     open_any,
 )
+from clusterwatch.reporter.log_position import FileMark, LogPosition
 
 MAX_KNOWN = 1000  # generation identities kept per log: far above any rotation count
 
 Info = Dict[str, Any]
-Read = Tuple[List[bytes], Dict[str, Any], Info]
+# (chunks of complete lines, the position after them, info); no position only when there
+# was none to keep (see tail.read_new).
+Read = Tuple[List[bytes], Optional[LogPosition], Info]
 
 
 def new_info(nbytes: int = 0, rotated: bool = False, truncated: bool = False) -> Info:
     return {"bytes": nbytes, "rotated": rotated, "truncated": truncated}
 
 
-def position(f: IO[bytes], st: os.stat_result, offset: int, known: Any) -> Dict[str, Any]:
-    """The `saved` dict for file `f` at `offset` (see tail), with `known` when it is a list."""
+def position(f: IO[bytes], st: os.stat_result, offset: int,
+             known: Optional[List[str]]) -> LogPosition:
+    """The position in file `f` at `offset`, with `known` (the newest MAX_KNOWN of it)."""
     f.seek(0)
     head = f.read(FINGERPRINT_BYTES)
-    state = {
-        "dev": st.st_dev,
-        "inode": st.st_ino,
-        "offset": offset,
-        "fp": fingerprint(head),
-        "fp_len": len(head),
-        "mtime_ns": st.st_mtime_ns,
-        "size": st.st_size,
-    }
-    if isinstance(known, list):
-        state["known"] = known[-MAX_KNOWN:]
-    return state
+    mark = FileMark(st.st_dev, st.st_ino, fingerprint(head), len(head), st.st_mtime_ns,
+                    st.st_size)
+    return LogPosition(offset, known[-MAX_KNOWN:] if known is not None else None, mark)
 
 
-def not_known(found: List[Generation], saved: Dict[str, Any],
+def not_known(found: List[Generation], saved: LogPosition,
               cache: Dict[str, str]) -> List[Generation]:
     """The generations the last run did not know: only those can be the file it read (a
     known one was read to its end, or is older; with a short head, and compressed after the
     new log was created, it would otherwise pass for the file last read)."""
-    known = saved.get("known")
-    if not isinstance(known, list):
+    if saved.known is None:
         return found  # a state from before generations were known
     ids = identities(found, cache)
-    seen = set(known)
+    seen = set(saved.known)
     return [generation for generation in found if ids[generation.path] not in seen]
 
 
-def locate(found: List[Generation], saved: Dict[str, Any],
+def locate(found: List[Generation], saved: LogPosition, mark: FileMark,
            cache: Dict[str, str]) -> Optional[Generation]:
-    """The generation that is the file last read (its head, and at least `offset` bytes)."""
-    knows = isinstance(saved.get("known"), list)
-    for generation in candidates(not_known(found, saved, cache), saved, oldest_first=knows):
+    """The generation that is the file last read, `mark` (its head, and at least the saved
+    offset's bytes)."""
+    knows = saved.known is not None
+    for generation in candidates(not_known(found, saved, cache), mark, oldest_first=knows):
         try:
             with open_any(generation.path) as f:
-                if head_matches(f, saved) and seek_within(f, saved["offset"]):
+                if head_matches(f, mark) and seek_within(f, saved.offset):
                     return generation
         except READ_ERRORS:
             continue  # unreadable or damaged: look at the other candidates
@@ -80,7 +75,7 @@ class RotatedRead(object):
     """One run's read of a log rotated since the last run (or absent at it): `run()`."""
 
     def __init__(self, path: str, f: IO[bytes], st: os.stat_result,
-                 previous: Dict[str, Any], max_bytes: int) -> None:
+                 previous: LogPosition, max_bytes: int) -> None:
         self.path, self.f, self.st, self.previous = path, f, st, previous
         self.max_bytes = budget = max_bytes
         self.budget = budget
@@ -101,7 +96,7 @@ class RotatedRead(object):
                 # reads the generations after it (none of them known yet), then the live log.
                 waiting = set(self.ids[g.path] for g, _ in pieces[n:])
                 known = sorted(set(self.ids.values()) - waiting)
-                return self.chunks, dict(resume, known=known[-MAX_KNOWN:]), self._summary(True)
+                return self.chunks, resume.with_known(known[-MAX_KNOWN:]), self._summary(True)
         self.f.seek(0)
         may_split = self.budget == self.max_bytes
         chunk, used, cap_hit = take_lines(self.f, self.budget, final=False,
@@ -115,13 +110,13 @@ class RotatedRead(object):
         previous = self.previous
         pieces = []  # type: List[Tuple[Generation, int]]
         last = None  # type: Optional[Generation]
-        if "inode" in previous:
-            last = locate(self.found, previous, self.cache)
+        if previous.file is not None:
+            last = locate(self.found, previous, previous.file, self.cache)
             if last is not None:
-                pieces.append((last, previous["offset"]))
-            elif previous["fp_len"] > 0:
-                self._lost_file()
-        if isinstance(previous.get("known"), list):
+                pieces.append((last, previous.offset))
+            elif previous.file.fp_len > 0:
+                self._lost_file(previous.file.size)
+        if previous.known is not None:
             newer = not_known(self.found, previous, self.cache)
         elif last is not None:  # a state from before generations were known: by order
             newer = self.found[self.found.index(last) + 1:]
@@ -134,7 +129,7 @@ class RotatedRead(object):
                 pieces.append((generation, 0))
         return pieces
 
-    def _read(self, generation: Generation, start: int) -> Optional[Dict[str, Any]]:
+    def _read(self, generation: Generation, start: int) -> Optional[LogPosition]:
         """Read one rotated generation from `start`; its resume state if the cap hit."""
         may_split = self.budget == self.max_bytes
         try:
@@ -161,11 +156,9 @@ class RotatedRead(object):
             self.chunks.append(chunk)
         self.budget -= used
 
-    def _lost_file(self) -> None:
-        previous = self.previous
-        offset = previous["offset"]
-        size = previous.get("size")
-        unread = size - offset if isinstance(size, int) and size > offset else 0
+    def _lost_file(self, size: Optional[int]) -> None:
+        offset = self.previous.offset
+        unread = size - offset if size is not None and size > offset else 0
         self.lost = None  # what the file got after the last run is gone with it
         how_many = ("at least {} bytes; the rest it got after the last run is unknown".format(
             unread) if unread else "how many is unknown: the file is gone")
@@ -173,8 +166,8 @@ class RotatedRead(object):
                            "are lost ({})".format(offset, how_many))
 
     def _summary(self, truncated: bool) -> Info:
-        info = new_info(self.max_bytes - self.budget, "inode" in self.previous or self.files > 0,
-                     truncated)
+        info = new_info(self.max_bytes - self.budget,
+                        self.previous.file is not None or self.files > 0, truncated)
         if info["rotated"]:
             info["rotated_files"] = self.files
         if self.errors:

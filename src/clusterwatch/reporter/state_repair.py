@@ -19,7 +19,7 @@ import stat
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from clusterwatch.reporter.tail import is_position
+from clusterwatch.reporter.log_position import is_position
 
 # The state's parts and the types they must have; a part of another type is dropped.
 PART_TYPES = {

@@ -1,17 +1,10 @@
 """Read the complete lines appended to a log since the previous run, across rotation.
 
-The caller keeps, per log path, the dict this module returns (`saved`) and hands it back on
-the next run. It identifies the file being read by device, inode *and* a fingerprint (a hash
-of its first bytes), because an inode alone is not an identity: logrotate's `compress` gives
-the rotated file a new inode (NAME.1 -> NAME.1.gz) and the freed inode is often reused by the
-new log.
-
-saved = {"dev", "inode", "offset", "fp", "fp_len", "mtime_ns", "size", "known"}: the file
-being read, the position after the last complete line delivered, the hash and length of its
-first (up to 256) bytes, its modification time and size, and the identities of the log's
-rotated generations that are read or older (see log_generations). {"offset": 0} (with
-"known") means "the log did not exist at the previous run: read whatever appears from the
-start". Plain JSON types only.
+The caller keeps, per log path, the position this module returns (a LogPosition, saved in
+the state file in its JSON form: see log_position) and hands it back on the next run. It
+identifies the file being read by device, inode *and* a fingerprint (a hash of its first
+bytes), because an inode alone is not an identity: logrotate's `compress` gives the rotated
+file a new inode (NAME.1 -> NAME.1.gz) and the freed inode is often reused by the new log.
 
 When the log was rotated since (a new inode, a different head, a size below the offset), the
 log may have been rotated more than once: the rest of the file read last is read, then every
@@ -22,7 +15,7 @@ When the file read last cannot be found, the info says what was lost and why.
 # typing.List/Dict/Tuple rather than list[...]: the reporter must run on Python 3.6.
 
 import os
-from typing import IO, Any, Dict, List, Optional
+from typing import IO, Dict, List, Optional
 
 from clusterwatch.reporter.line_chunks import last_line_end, take_lines
 from clusterwatch.reporter.log_generations import (
@@ -36,6 +29,7 @@ from clusterwatch.reporter.log_generations import (
     open_any,
     written_since,
 )
+from clusterwatch.reporter.log_position import FileMark, LogPosition
 from clusterwatch.reporter.rotated_read import (
     Read,
     RotatedRead,
@@ -47,94 +41,67 @@ from clusterwatch.reporter.rotated_read import (
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
-def _valid_saved(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The saved position if it is usable, else None (treated as a first run)."""
-    if not isinstance(saved, dict) or not saved:
-        return None
-    offset = saved.get("offset")
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        return None
-    if "inode" not in saved:
-        return {"offset": 0, "known": saved.get("known")}
-    for key in ("dev", "inode", "fp_len"):
-        value = saved.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            return None
-    if not isinstance(saved.get("fp"), str):
-        return None
-    if offset > 0 and saved["fp_len"] == 0:
-        return None
-    return saved
-
-
-def is_position(saved: Any) -> bool:
-    """Whether `saved` is a `saved` this module gave out ({} when it had none to give)."""
-    return saved == {} or _valid_saved(saved) is not None
-
-
-def _is_same_file(path: str, f: IO[bytes], st: os.stat_result, saved: Dict[str, Any]) -> bool:
-    """Still the file read last time, and not shrunk (copytruncate) below the saved offset."""
+def _is_same_file(path: str, f: IO[bytes], st: os.stat_result, saved: LogPosition,
+                  mark: FileMark) -> bool:
+    """Still the file read last time, `mark`, and not shrunk (copytruncate) below the saved
+    offset."""
     if not (
-        st.st_dev == saved["dev"]
-        and st.st_ino == saved["inode"]
-        and st.st_size >= saved["offset"]
-        and head_matches(f, saved)
+        st.st_dev == mark.dev
+        and st.st_ino == mark.inode
+        and st.st_size >= saved.offset
+        and head_matches(f, mark)
     ):
         return False
-    if saved["fp_len"] >= FINGERPRINT_BYTES:
+    if mark.fp_len >= FINGERPRINT_BYTES:
         return True
     # A short head ("2026-10-02 18:2", or nothing) is shared by every log of the day: a
     # rotated file with that head written since the last run means this file is a new one
     # that got the inode back (or a copytruncate), not the old one grown.
-    for generation in candidates(not_known(generations(path), saved, {}), saved):
+    for generation in candidates(not_known(generations(path), saved, {}), mark):
         same_inode = (generation.st.st_dev, generation.st.st_ino) == (st.st_dev, st.st_ino)
-        if not same_inode and written_since(generation.st, saved, strict=True):
+        if not same_inode and written_since(generation.st, mark, strict=True):
             try:
                 with open_any(generation.path) as rotated:
-                    if head_matches(rotated, saved):
+                    if head_matches(rotated, mark):
                         return False
             except READ_ERRORS:
                 continue  # unreadable: cannot be the file we read
     return True
 
 
-def read_new(path: str, saved: Optional[Dict[str, Any]],
+def read_new(path: str, saved: Optional[LogPosition],
              max_bytes: int = DEFAULT_MAX_BYTES) -> Read:
-    """Complete lines appended to path since `saved`: (chunks, new_saved, info). Never raises.
+    """Complete lines appended to path since `saved`: (chunks, new position, info). Never
+    raises. The new position is None only when there was none and none could be taken.
 
     info: `bytes` read, `rotated`, `truncated` (the cap stopped the run: the rest waits),
     `first_run`; after a rotation `rotated_files` (rotated generations read from); `error`
     and `lost_bytes` (None when unknown) when lines could not be read.
     """
-    previous = _valid_saved(saved)
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed on every path below
     except OSError as exc:
         info = new_info()
         info["error"] = f"cannot open {path}: {exc.strerror or type(exc).__name__}"
-        if previous is None and isinstance(exc, FileNotFoundError):
+        if saved is None and isinstance(exc, FileNotFoundError):
             # Absent at the first run: lines it gets later are all new (not skipped as the
             # replaced reporter did), and so are generations rotated from it meanwhile.
-            return [], {"offset": 0, "known": _known(generations(path), {})}, info
-        return [], _copy(saved), info
+            return [], LogPosition(0, _known(generations(path), {})), info
+        return [], saved, info
     try:
         with f:
-            return _read_open(path, f, previous, max(1, max_bytes))
+            return _read_open(path, f, saved, max(1, max_bytes))
     except READ_ERRORS as exc:
         info = new_info()
         info["error"] = f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
-        return [], _copy(saved), info
-
-
-def _copy(saved: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    return dict(saved) if isinstance(saved, dict) else {}
+        return [], saved, info
 
 
 def _known(found: List[Generation], cache: Dict[str, str]) -> List[str]:
     return sorted(set(identities(found, cache).values()))
 
 
-def _read_open(path: str, f: IO[bytes], previous: Optional[Dict[str, Any]],
+def _read_open(path: str, f: IO[bytes], previous: Optional[LogPosition],
                max_bytes: int) -> Read:
     st = os.fstat(f.fileno())
     if previous is None:
@@ -142,11 +109,12 @@ def _read_open(path: str, f: IO[bytes], previous: Optional[Dict[str, Any]],
         info["first_run"] = True
         first = position(f, st, last_line_end(f, st.st_size), _known(generations(path), {}))
         return [], first, info
-    if "inode" in previous and _is_same_file(path, f, st, previous):
-        known = previous.get("known")
-        if not isinstance(known, list):  # a state from before generations were known
+    mark = previous.file
+    if mark is not None and _is_same_file(path, f, st, previous, mark):
+        known = previous.known
+        if known is None:  # a state from before generations were known
             known = _known(generations(path), {})
-        start = previous["offset"]
+        start = previous.offset
         f.seek(start)
         chunk, used, cap_hit = take_lines(f, max_bytes, final=False, may_split=True)
         return ([chunk] if chunk else []), position(f, st, start + used, known), new_info(
