@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Optional, TypeVar
 
+from clusterwatch.monitor.record.entries import Entries
 from clusterwatch.monitor.record.reading import (
     Counts,
     counts,
@@ -134,9 +135,9 @@ class HarvesterDb:
 def _part(value: Any, entry: Callable[[Mapping[str, Any]], EntryT],
           empty_says_nothing: bool = False) -> DbPart[EntryT]:
     part = obj(value)
-    return DbPart(error_of(part), {
-        name: entry(found) for name, found in part.items()
-        if is_obj(found) and (found or not empty_says_nothing)})
+    return DbPart(error_of(part), Entries(
+        part, lambda found: entry(obj(found)),
+        lambda name, found: is_obj(found) and (bool(found) or not empty_says_nothing)))
 
 
 def _limits(values: Any) -> WorkerLimits:
@@ -150,7 +151,7 @@ def _launch_limits(entry: Mapping[str, Any]) -> QueueLaunchLimits:
         maxWorkers=integer(entry.get("maxWorkers")),
         nQueueLimitJob=integer(entry.get("nQueueLimitJob")),
         nNewWorkers=integer(entry.get("nNewWorkers")),
-        by_type={str(kind): _limits(values) for kind, values in obj(entry.get("by_type")).items()},
+        by_type=Entries(obj(entry.get("by_type")), _limits),
         siteName=text(entry.get("siteName")),
         jobFetchTime=parse_utc(entry.get("jobFetchTime")),
         submitTime=parse_utc(entry.get("submitTime")),
@@ -177,8 +178,7 @@ def _reason(value: Any) -> ReasonGroup:
 
 def _not_finished(entry: Mapping[str, Any]) -> NotFinishedWorkers:
     return NotFinishedWorkers(integer(entry.get("workers")),
-                              {str(name): _reason(group)
-                               for name, group in obj(entry.get("reasons")).items()})
+                              Entries(obj(entry.get("reasons")), _reason))
 
 
 def _candidates(value: Any) -> Optional[tuple[CandidateRow, ...]]:

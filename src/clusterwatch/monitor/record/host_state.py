@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from clusterwatch.monitor.record.entries import Entries
 from clusterwatch.monitor.record.reading import (
     Counts,
     boolean,
@@ -118,12 +119,18 @@ def record_interval(value: Any) -> RecordInterval:
                           boolean(found.get("first_run")))
 
 
+def _not_the_error(name: str, value: Any) -> bool:
+    return name != "error"
+
+
+def _daemon_log(value: Any) -> DaemonLog:
+    entry = obj(value)
+    return DaemonLog(error_of(entry), number(entry.get("age_s")), integer(entry.get("bytes")))
+
+
 def daemons(value: Any) -> Daemons:
     section = obj(value)
-    return Daemons(error_of(section), {
-        name: DaemonLog(error_of(entry), number(obj(entry).get("age_s")),
-                        integer(obj(entry).get("bytes")))
-        for name, entry in section.items() if name != "error"})
+    return Daemons(error_of(section), Entries(section, _daemon_log, _not_the_error))
 
 
 def processes(value: Any) -> Processes:
@@ -145,9 +152,8 @@ def health(value: Any) -> Health:
     if not is_obj(found):
         return Health()
     volumes = obj(found)
-    return Health(Volumes(error_of(volumes), {
-        str(mount): _volume(entry) if is_obj(entry) else None
-        for mount, entry in volumes.items() if mount != "error"}))
+    return Health(Volumes(error_of(volumes), Entries(
+        volumes, lambda entry: _volume(obj(entry)) if is_obj(entry) else None, _not_the_error)))
 
 
 def delivery_state(value: Any) -> DeliveryState:

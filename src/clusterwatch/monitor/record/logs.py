@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypeVar
 
+from clusterwatch.monitor.record.entries import Entries
 from clusterwatch.monitor.record.reading import (
     Counts,
     boolean,
@@ -145,13 +146,17 @@ def log_read(value: Any) -> LogRead:
                    integer(part.get("lost_bytes")))
 
 
+def _says_something(name: str, entry: Any) -> bool:
+    return is_obj(entry) and bool(entry)
+
+
 def _queues(section: Mapping[str, Any], entry: Callable[[Mapping[str, Any]], EntryT],
-            ) -> Optional[dict[str, EntryT]]:
+            ) -> Optional[Mapping[str, EntryT]]:
     """The section's queue entries that say something (non-empty objects), read by `entry`."""
     queues = section.get("queues")
     if not is_obj(queues):
         return None
-    return {name: entry(found) for name, found in obj(queues).items() if is_obj(found) and found}
+    return Entries(obj(queues), lambda found: entry(obj(found)), _says_something)
 
 
 def _fetch_attempt(last: Mapping[str, Any]) -> FetchAttempt:
