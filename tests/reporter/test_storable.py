@@ -9,6 +9,7 @@ PostgreSQL pass, through `private_database`).
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,9 @@ def test_it_delivers_a_log_line_holding_nul_characters(
     host = configured_host(tmp_path, monitor)
     first = run_app(app, *host.args())
     assert first.returncode == 0, first.stderr
+    # `collected_at` has whole seconds and the monitor's latest moves only to a newer one:
+    # a second run within the same second would not be the record read back below.
+    time.sleep(1.05 - time.time() % 1)
     host.append(FETCH_OK.format(t="2026-10-02 18:19:44") + NUL_OUTCOME + NUL_QUEUE)
     done = run_app(app, *host.args())
     assert done.returncode == 0, done.stderr
