@@ -11,20 +11,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Callable, Optional, TypeVar
 
 from clusterwatch.monitor.humanize import duration_text
 from clusterwatch.monitor.pages.age import Stamp, stamp
 from clusterwatch.monitor.record.harvester_db import (
     CandidateRow,
     DbPart,
+    EndedWorkers,
     HarvesterDb,
     ReasonGroup,
     WorkerExample,
 )
 from clusterwatch.monitor.record.host_record import HostRecord
+from clusterwatch.monitor.record.reading import Counts
 from clusterwatch.monitor.record.sections import sites_of
 from clusterwatch.monitor.record.slices import EXAMPLES_SHOWN, REASONS_SHOWN
+
+EntryT = TypeVar("EntryT")
 
 
 @dataclass(frozen=True)
@@ -134,32 +138,26 @@ def launch_limits(database: HarvesterDb, queue: str, now: dt.datetime) -> Launch
     )
 
 
-def _site_of(name: str, part: DbPart[Any], sites: list[str]) -> tuple[str, Optional[str]]:
-    """(source, the first of `sites` the part has an entry for, or None)."""
-    site, _ = part.first_of(sites)
-    return f"harvester_db.{name} (work_table) [{site or sites[0]}]", site
-
-
-def _workers_now(database: HarvesterDb, sites: list[str]) -> WorkerCounts:
-    part = database.workers_now
+def _worker_counts(name: str, part: DbPart[EntryT], sites: list[str],
+                   counted: Callable[[EntryT], tuple[Counts, Optional[str]]]) -> WorkerCounts:
+    """A `work_table` part's counts for the first of `sites` it has, by `counted`."""
     if part.error is not None:
-        return WorkerCounts("harvester_db.workers_now (work_table)", part.error)
-    source, site = _site_of("workers_now", part, sites)
-    if site is None:
+        return WorkerCounts(f"harvester_db.{name} (work_table)", part.error)
+    site, entry = part.first_of(sites)
+    source = f"harvester_db.{name} (work_table) [{site or sites[0]}]"
+    if entry is None:
         return WorkerCounts(source)
-    return WorkerCounts(source, None, True, list(part.entries[site]))
+    by_status, median_run = counted(entry)
+    return WorkerCounts(source, None, True, list(by_status), median_run)
 
 
-def _workers_ended(database: HarvesterDb, sites: list[str]) -> WorkerCounts:
-    part = database.workers_ended
-    if part.error is not None:
-        return WorkerCounts("harvester_db.workers_ended (work_table)", part.error)
-    source, site = _site_of("workers_ended", part, sites)
-    if site is None:
-        return WorkerCounts(source)
-    median = part.entries[site].finished_median_run_s
-    return WorkerCounts(source, None, True, list(part.entries[site].by_status),
-                        None if median is None else duration_text(median))
+def _now(by_status: Counts) -> tuple[Counts, Optional[str]]:
+    return by_status, None
+
+
+def _ended(ended: EndedWorkers) -> tuple[Counts, Optional[str]]:
+    median = ended.finished_median_run_s
+    return ended.by_status, None if median is None else duration_text(median)
 
 
 def _reason(text: str, group: ReasonGroup) -> Reason:
@@ -232,7 +230,7 @@ def queue_workers(record: HostRecord, queue: str, now: dt.datetime,
         error=database.error,
         queue_config_error=database.queue_config_error,
         launch_limits=launch_limits(database, queue, now),
-        workers_now=_workers_now(database, sites),
-        workers_ended=_workers_ended(database, sites),
+        workers_now=_worker_counts("workers_now", database.workers_now, sites, _now),
+        workers_ended=_worker_counts("workers_ended", database.workers_ended, sites, _ended),
         not_finished=not_finished(database, sites, reasons_shown),
     )

@@ -4,8 +4,11 @@ A latest record is up to a few hundred KB, most of it detail no page shows. When
 becomes its key's latest, ingest stores beside the index rows the record's parts a page
 reads: `queue_slice` on each `LatestQueue` row (what the queue page shows of that queue),
 `host_summary` on the `LatestReport` row (what the hosts overview shows). Both keep the
-record's own shape, so the pure page builders run unchanged on them; tests check that a page
-built from a slice equals the page built from the whole record.
+record's own shape, so `host_record.parse_record` reads them as it reads whole records;
+tests check that a page built from a slice equals the page built from the whole record.
+
+What a slice keeps is a decision about the record, so it is made here (`REASONS_SHOWN`,
+`EXAMPLES_SHOWN`), and the pages read those numbers from here, never the other way round.
 
 These functions are the one statement of "what a page needs": ingest, the data migration
 that fills existing rows and the tests all call them. A slice carries `SLICE_VERSION`; a
