@@ -4,6 +4,7 @@ an operator, and what still parses in it is used; the zipapp runs as cron runs i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -36,6 +37,12 @@ def unreadable(path: Path) -> None:
     path.mkdir()  # reading it fails whoever runs the test (root reads mode-000 files)
 
 
+def fifo(path: Path) -> None:
+    """A named pipe in the file's place: opening it to read waits for a writer forever."""
+    path.unlink()
+    os.mkfifo(path)
+
+
 def wrong_parts(path: Path) -> None:
     state = json.loads(path.read_text())
     state["logs"]["panda-submitter.log"] = 5
@@ -55,7 +62,8 @@ def attempts(record: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize(("damage", "recovers_fetcher", "kept_aside"), [
     (garbage, False, True), (empty, False, True), (truncated, True, True),
-    (unreadable, False, True), (wrong_parts, True, True), (deleted, False, False),
+    (unreadable, False, True), (fifo, False, True), (wrong_parts, True, True),
+    (deleted, False, False),
 ])
 def test_it_says_so_keeps_it_aside_and_recovers_what_parses(
     tmp_path: Path, app: Path, damage: Callable[[Path], None],  # noqa: F811

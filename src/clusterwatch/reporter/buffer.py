@@ -25,6 +25,7 @@ from clusterwatch.reporter.delivery_counts import (
     move,
     normal_counts,
 )
+from clusterwatch.reporter.regular_read import open_regular
 from clusterwatch.reporter.state import COUNTS_FILE, write_atomically
 
 log = logging.getLogger(__name__)
@@ -70,14 +71,14 @@ class Buffer:
         return sorted(name for name in os.listdir(self.dir) if _RECORD_NAME.match(name))
 
     def read(self, name: str) -> bytes:
-        with open(os.path.join(self.dir, name), "rb") as handle:
+        with open_regular(os.path.join(self.dir, name)) as handle:
             return handle.read()
 
     def counts(self) -> Counts:
         """The persisted counters: dropped, set_aside, reasons, last_error, last_error_at."""
         path = os.path.join(self.state_dir, COUNTS_FILE)
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 data = json.loads(handle.read().decode("utf-8"))
         except FileNotFoundError:
             data = {}
@@ -221,7 +222,7 @@ def encode(record: Mapping[str, Any]) -> bytes:
 
 def _load_quietly(path: str) -> Optional[Dict[str, Any]]:
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             data = json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None

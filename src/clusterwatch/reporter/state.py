@@ -16,6 +16,7 @@ import time
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from clusterwatch.reporter import state_repair
+from clusterwatch.reporter.regular_read import open_regular
 
 STATE_FILE = "state.json"
 LOCK_FILE = "lock"
@@ -65,7 +66,7 @@ def load(state_dir: str, keep_damaged: bool = True
     """
     path = os.path.join(state_dir, STATE_FILE)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # a FIFO in its place must not hang the run
             raw = handle.read()
     except FileNotFoundError:
         if not _used_before(state_dir):

@@ -30,6 +30,7 @@ from clusterwatch.reporter.log_generations import (
     written_since,
 )
 from clusterwatch.reporter.log_position import FileMark, LogPosition
+from clusterwatch.reporter.regular_read import open_regular
 from clusterwatch.reporter.rotated_read import (
     Read,
     RotatedRead,
@@ -79,7 +80,7 @@ def read_new(path: str, saved: Optional[LogPosition],
     and `lost_bytes` (None when unknown) when lines could not be read.
     """
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed on every path below
+        f = open_regular(path)  # a FIFO in the log's place must not hang the run
     except OSError as exc:
         info = new_info()
         info["error"] = f"cannot open {path}: {exc.strerror or type(exc).__name__}"
