@@ -44,10 +44,13 @@ class FailedCallsLog:
         return [(daemon, getattr(self, daemon)) for daemon in CALL_DAEMONS]
 
 
+_NO_CALLS = DaemonCalls()  # shared: frozen
+
+
 def _daemon_calls(value: Any) -> DaemonCalls:
     part = obj(value)
     if not part:
-        return DaemonCalls()
+        return _NO_CALLS
     last = obj(part.get("last"))
     return DaemonCalls(
         read=log_read(part.get("read")),

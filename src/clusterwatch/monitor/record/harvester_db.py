@@ -191,8 +191,13 @@ def _candidates(value: Any) -> Optional[tuple[CandidateRow, ...]]:
                  for row in value if is_obj(row))
 
 
+_NO_DATABASE = HarvesterDb()  # shared: frozen
+
+
 def harvester_db(value: Any) -> HarvesterDb:
     database = obj(value)
+    if not database:
+        return _NO_DATABASE
     not_finished = database.get("workers_not_finished")
     return HarvesterDb(
         error=error_of(database),

@@ -128,8 +128,13 @@ def _daemon_log(value: Any) -> DaemonLog:
     return DaemonLog(error_of(entry), number(entry.get("age_s")), integer(entry.get("bytes")))
 
 
+_NO_DAEMONS = Daemons()  # shared: frozen
+
+
 def daemons(value: Any) -> Daemons:
     section = obj(value)
+    if not section:
+        return _NO_DAEMONS
     return Daemons(error_of(section), Entries(section, _daemon_log, _not_the_error))
 
 

@@ -139,11 +139,19 @@ class AdjustmentLog:
 def log_read(value: Any) -> LogRead:
     part = obj(value)
     if not part:
-        return LogRead()
+        return NO_READ
     return LogRead(integer(part.get("bytes")), boolean(part.get("rotated")),
                    boolean(part.get("truncated")), boolean(part.get("first_run")),
                    error_of(part), integer(part.get("rotated_files")),
                    integer(part.get("lost_bytes")))
+
+
+# What an absent or empty section reads as: one shared value each (they are frozen), since a
+# page slice or summary leaves most sections empty and a page reads fifty of them.
+NO_READ = LogRead()
+_NO_FETCHING = FetchingLog()
+_NO_SUBMISSION = SubmissionLog()
+_NO_ADJUSTMENT = AdjustmentLog()
 
 
 def _says_something(name: str, entry: Any) -> bool:
@@ -180,6 +188,8 @@ def _fetch_queue(entry: Mapping[str, Any]) -> FetchQueue:
 
 def fetching_log(value: Any) -> FetchingLog:
     section = obj(value)
+    if not section:
+        return _NO_FETCHING
     return FetchingLog(log_read(section.get("read")), error_of(section),
                        _queues(section, _fetch_queue))
 
@@ -211,6 +221,8 @@ def _pushes(value: Any) -> tuple[WorkerPush, ...]:
 
 def submission_log(value: Any) -> SubmissionLog:
     section = obj(value)
+    if not section:
+        return _NO_SUBMISSION
     return SubmissionLog(log_read(section.get("read")), error_of(section),
                          _queues(section, _submit_queue),
                          _pushes(section.get("recent_pushes")))
@@ -224,5 +236,7 @@ def _adjuster_limit(entry: Mapping[str, Any]) -> AdjusterLimit:
 
 def adjustment_log(value: Any) -> AdjustmentLog:
     section = obj(value)
+    if not section:
+        return _NO_ADJUSTMENT
     return AdjustmentLog(log_read(section.get("read")), error_of(section),
                          _queues(section, _adjuster_limit))

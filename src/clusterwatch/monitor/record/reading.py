@@ -68,6 +68,8 @@ def error_of(value: Any) -> Optional[str]:
 
 def counts(value: Any) -> Counts:
     """A `{name: count}` object as (name, count) pairs, largest first, then by name."""
-    pairs = [(str(name), n) for name, raw in obj(value).items()
-             if (n := integer(raw)) is not None]
+    found = obj(value)
+    if not found:
+        return ()
+    pairs = [(str(name), n) for name, raw in found.items() if (n := integer(raw)) is not None]
     return tuple(sorted(pairs, key=lambda pair: (-pair[1], pair[0])))
