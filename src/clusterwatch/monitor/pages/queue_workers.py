@@ -216,7 +216,7 @@ def not_finished(database: HarvesterDb, sites: list[str],
     return _ranked(f"{source} [{site}]", entry.workers, list(entry.reasons.items()), shown_n)
 
 
-def queue_sites(database: HarvesterDb, queue: str) -> list[str]:
+def _sites(database: HarvesterDb, queue: str) -> list[str]:
     """`sections.sites_of` for the typed part: the queue, then its siteName."""
     entry = database.launch_limits.entries.get(queue)
     return sites_of(queue, database.launch_limits.error, entry.siteName if entry else None)
@@ -225,7 +225,7 @@ def queue_sites(database: HarvesterDb, queue: str) -> list[str]:
 def queue_workers(record: HostRecord, queue: str, now: dt.datetime,
                   reasons_shown: Optional[int] = REASONS_SHOWN) -> QueueWorkers:
     database = record.harvester_db
-    sites = queue_sites(database, queue)
+    sites = _sites(database, queue)
     return QueueWorkers(
         error=database.error,
         queue_config_error=database.queue_config_error,
