@@ -106,4 +106,4 @@ def test_the_demo_verb_is_not_a_django_command(tmp_path: Path) -> None:
     assert "clusterwatch watch demo" in done.stdout and "--check" in done.stdout
     assert not (tmp_path / "data").exists()  # no settings were read, nothing was made
     bad = run(tmp_path, "demo", "--port", "eighty")
-    assert bad.returncode == 2 and "invalid int value" in bad.stderr
+    assert bad.returncode == 2 and "not a port number: 'eighty'" in bad.stderr
