@@ -1,7 +1,7 @@
 """Time one job-exporter scrape on a node with 100 jobs and 2,000 processes, against psutil.
 
 Builds the node for real (root, cgroup v1): Slurm-shaped job cgroups in a private
-hierarchy (`clusterwatch.testing.cgroup_lab`) in freezer, cpuacct, cpuset, memory and pids,
+hierarchy (`clusterwatch.loopback.cgroup_lab`) in freezer, cpuacct, cpuset, memory and pids,
 and 2,000 sleeping processes, 20 per job, moved into the jobs' task directories. Then it
 times two contenders that gather the same figures, side by side and interleaved in one run:
 
@@ -66,7 +66,7 @@ from clusterwatch.jobs.layout import SLURM_JOB_DIR, JobCgroup
 from clusterwatch.jobs.metric_families import job_families
 from clusterwatch.jobs.procfs import IoCounters
 from clusterwatch.jobs.sampler import JobSample
-from clusterwatch.testing.cgroup_lab import CgroupLab
+from clusterwatch.loopback.cgroup_lab import CgroupLab
 
 TARGET_CPU_RATIO = 5.0
 TARGET_MS = 100.0

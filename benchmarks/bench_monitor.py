@@ -776,7 +776,7 @@ def database(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[dict[str
     if not args.postgres:
         yield {"CLUSTERWATCH_DATABASE_URL": f"sqlite:///{workdir / 'monitor.sqlite3'}"}, None
         return
-    from clusterwatch.testing.postgres import postgres_server
+    from clusterwatch.loopback.postgres import postgres_server
 
     with postgres_server() as server:
         yield server.environ(), server
@@ -789,7 +789,7 @@ def durable(server: Any) -> None:
 
 
 def run(args: argparse.Namespace, workdir: Path) -> Report:
-    from clusterwatch.testing.monitor_server import monitor_server
+    from clusterwatch.loopback.monitor_server import monitor_server
 
     lay = layout(args.hosts, args.queues)
     base = example()
@@ -866,7 +866,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
             timings.wall_s = load.wall_s
             rows_ingest.append(Row("in-process (test client)", timings, load, None, "-",
                                    None, 201, set(timings.statuses) == {201}))
-            from clusterwatch.testing.monitor_client import Session
+            from clusterwatch.loopback.monitor_client import Session
 
             session = Session(monitor.url)
             session.login(username, password)
@@ -1043,7 +1043,7 @@ def progress(message: str) -> None:
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--postgres", action="store_true",
-                        help="a private PostgreSQL server (clusterwatch.testing.postgres) "
+                        help="a private PostgreSQL server (clusterwatch.loopback.postgres) "
                              "instead of SQLite")
     parser.add_argument("--quick", action="store_true",
                         help="smoke size: 5 hosts, 12 queues, 2 hours, 20 posts, 5 page GETs")

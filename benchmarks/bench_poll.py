@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from clusterwatch.testing.fake_condor import write_fake_condor_status
-from clusterwatch.testing.fake_prometheus import FakePrometheus, vector_response
-from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
+from clusterwatch.loopback.fake_condor import write_fake_condor_status
+from clusterwatch.loopback.fake_prometheus import FakePrometheus, vector_response
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
 from clusterwatch.watch import health, poll, prometheus, state
 from clusterwatch.watch.channels import build_channels
 from clusterwatch.watch.config import WatchConfig, load_config

@@ -12,7 +12,7 @@ from typing import NoReturn, Union
 
 import pytest
 
-from clusterwatch.testing.services import MissingComponent, require_binary
+from clusterwatch.loopback.services import MissingComponent, require_binary
 
 
 def unavailable(missing: Union[Exception, str]) -> NoReturn:

@@ -25,8 +25,8 @@ import pytest
 
 from clusterwatch.demo import monitor as demo
 from clusterwatch.demo.monitor_steps import DemoError
-from clusterwatch.testing.mariadb import MariaDBMissing, binaries
-from clusterwatch.testing.monitor_server import private_database
+from clusterwatch.loopback.mariadb import MariaDBMissing, binaries
+from clusterwatch.loopback.monitor_server import private_database
 from tests.components import unavailable
 
 pytestmark = pytest.mark.integration

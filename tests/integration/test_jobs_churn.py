@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusterwatch.jobs.exporter import JobsCollector
-from clusterwatch.testing.services import MissingComponent
-from clusterwatch.testing.slurm import (
+from clusterwatch.loopback.services import MissingComponent
+from clusterwatch.loopback.slurm import (
     DEFAULT_JOB_USER,
     SlurmCluster,
     SlurmUnavailable,

@@ -30,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from clusterwatch.jobs.exporter import JobsCollector
-from clusterwatch.testing.services import (
+from clusterwatch.loopback.services import (
     MissingComponent,
     free_port,
     prometheus,
@@ -38,7 +38,7 @@ from clusterwatch.testing.services import (
     vector_rows,
     wait_for_query,
 )
-from clusterwatch.testing.slurm import (
+from clusterwatch.loopback.slurm import (
     DEFAULT_JOB_USER,
     SlurmCluster,
     SlurmUnavailable,

@@ -1,7 +1,7 @@
 """The 2026-10-02 incident end to end, with every part running as it runs in production.
 
 A harvester whose every fetch fails with `SSLError ... CERTIFICATE_VERIFY_FAILED` (log lines
-in the harvester's own format, from clusterwatch.testing.harvester_logs); the real reporter,
+in the harvester's own format, from clusterwatch.loopback.harvester_logs); the real reporter,
 built as the zipapp and run by the system's python3, posting over HTTP to the monitor under
 gunicorn on 127.0.0.1 with a token from `create_host_token`; an operator reading the queue
 and hosts pages through the login form; `evaluate_alarms` delivering to a loopback fake
@@ -30,12 +30,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing import harvester_logs as logs
-from clusterwatch.testing import harvester_scenario as scenario
-from clusterwatch.testing.harvester_scenario import Harvester, write_private
-from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
-from clusterwatch.testing.monitor_client import Session
-from clusterwatch.testing.monitor_server import MonitorServer, monitor_server, private_database
+from clusterwatch.loopback import harvester_logs as logs
+from clusterwatch.loopback import harvester_scenario as scenario
+from clusterwatch.loopback.harvester_scenario import Harvester, write_private
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
+from clusterwatch.loopback.monitor_client import Session
+from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 
 pytestmark = pytest.mark.integration
 

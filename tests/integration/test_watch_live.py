@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.http_recorder import HttpRecorder, fake_slack
-from clusterwatch.testing.live_pool import LiveGpuWorker, live_gpu_worker
-from clusterwatch.testing.services import alertmanager, free_port
+from clusterwatch.loopback.http_recorder import HttpRecorder, fake_slack
+from clusterwatch.loopback.live_pool import LiveGpuWorker, live_gpu_worker
+from clusterwatch.loopback.services import alertmanager, free_port
 from clusterwatch.watch import state
 from clusterwatch.watch.channels import build_channels
 from clusterwatch.watch.config import load_config

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from clusterwatch.testing.services import free_port, stop_process, track
+from clusterwatch.loopback.services import free_port, stop_process, track
 from tests.jobs.fake_tree import Tree
 
 START_TIMEOUT_S = 20.0

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from clusterwatch import cli
 from clusterwatch.jobs.serve import parse_listen
-from clusterwatch.testing.services import free_port
+from clusterwatch.loopback.services import free_port
 from tests.jobs.fake_tree import ALICE, Tree, user_name, v1_slurm_job, v2_job
 
 ROOT = Path(__file__).resolve().parents[2]

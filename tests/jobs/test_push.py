@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from clusterwatch import cli
 from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.push import Pusher, PushError
-from clusterwatch.testing.pushgateway import BINARY, groups, metrics_text, pushgateway
-from clusterwatch.testing.services import Service, free_port
+from clusterwatch.loopback.pushgateway import BINARY, groups, metrics_text, pushgateway
+from clusterwatch.loopback.services import Service, free_port
 from tests.jobs.fake_tree import ALICE, Tree, user_name, v1_slurm_job
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,7 @@
 variants of it a scenario needs.
 
 `fixtures/record-example.json` was made by running the real reporter over
-`src/clusterwatch/testing/harvester_files/logs/new/` (no harvester database reachable, so
+`src/clusterwatch/loopback/harvester_files/logs/new/` (no harvester database reachable, so
 its `harvester_db` parts carry errors): what a reporter sends, not hand-written. The
 variants change only what a scenario needs.
 """

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from clusterwatch.testing.monitor_server import MonitorServer, monitor_server, private_database
+from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 from tests.monitor.records import example
 
 HTTP_TIMEOUT_S = 30.0

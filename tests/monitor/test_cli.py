@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.services import free_port
+from clusterwatch.loopback.services import free_port
 
 
 def run(tmp_path: Path, *arguments: str, **environ: str) -> subprocess.CompletedProcess[str]:

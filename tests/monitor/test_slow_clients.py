@@ -25,10 +25,10 @@ from typing import Optional, TypeVar
 
 import pytest
 
+from clusterwatch.loopback.monitor_proxy import MonitorProxy, find_nginx, monitor_proxy
+from clusterwatch.loopback.monitor_server import MonitorServer
+from clusterwatch.loopback.services import MissingComponent, require_binary
 from clusterwatch.monitor import gunicorn_conf
-from clusterwatch.testing.monitor_proxy import MonitorProxy, find_nginx, monitor_proxy
-from clusterwatch.testing.monitor_server import MonitorServer
-from clusterwatch.testing.services import MissingComponent, require_binary
 from tests.monitor.served_support import latest, now, post, record_body, served, token_for
 from tests.reporter.tls import make_ca, make_server_cert
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clusterwatch.testing.http_recorder import HttpRecorder, ScriptedResponse, fake_slack
+from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse, fake_slack
 from tests.notify.support import SECRET_PATH
 
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.http import HttpResponse, TransportError
 from clusterwatch.notify.outbox import Outbox, deliver
-from clusterwatch.testing.http_recorder import HttpRecorder, ScriptedResponse
 from tests.notify.support import CLIENT_TIMEOUT, T0, CannedPost, make_event
 
 ALERT = make_event(1, T0, "alert", "gpu:192.0.2.10:9100", "stale", "inc-gpu")

@@ -15,6 +15,7 @@ from typing import Callable
 
 import pytest
 
+from clusterwatch.loopback.dripping_server import DrippingServer
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify import deadline
 from clusterwatch.notify.alertmanager import AlertmanagerChannel
@@ -22,7 +23,6 @@ from clusterwatch.notify.channel import Channel
 from clusterwatch.notify.http import TransportError, request
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
-from clusterwatch.testing.dripping_server import DrippingServer
 from tests.notify.support import SECRET, SECRET_PATH, T0, make_event
 
 TIMEOUT = 0.5  # seconds for the whole exchange

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.channel_config import build_channels, parse_channels
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
-from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses
 from tests.notify.support import CLIENT_TIMEOUT, SECRET_PATH, T0
 
 DETAIL = "pandaharvester01 /data: 93.1 % used, 6.9 GiB left of 100.0 GiB (alarm at 90 %)"

@@ -10,16 +10,16 @@ from typing import Callable
 
 import pytest
 
-from clusterwatch.notify import channel as ch
-from clusterwatch.notify.http import HttpResponse, TransportError, post
-from clusterwatch.notify.outbox import Outbox, deliver
-from clusterwatch.notify.slack import SlackWebhook
-from clusterwatch.testing.http_recorder import (
+from clusterwatch.loopback.http_recorder import (
     SLACK_PERMANENT_ERRORS,
     HttpRecorder,
     ScriptedResponse,
     SlackResponses,
 )
+from clusterwatch.notify import channel as ch
+from clusterwatch.notify.http import HttpResponse, TransportError, post
+from clusterwatch.notify.outbox import Outbox, deliver
+from clusterwatch.notify.slack import SlackWebhook
 from tests.notify.support import (
     CLIENT_TIMEOUT,
     SECRET,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.loopback.harvester_files import CONDOR_LOGS
 from clusterwatch.reporter import condor_events
 from clusterwatch.reporter.condor_events import (
     log_path_for,
@@ -17,7 +18,6 @@ from clusterwatch.reporter.condor_events import (
     reasons_for_workers,
     worker_reason,
 )
-from clusterwatch.testing.harvester_files import CONDOR_LOGS
 
 FIXTURES = CONDOR_LOGS
 ALL_FIXTURES = sorted(FIXTURES.glob("*.log"))

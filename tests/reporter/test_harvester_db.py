@@ -13,17 +13,17 @@ from typing import Any, Optional
 
 import pytest
 
-from clusterwatch.reporter import harvester_db
-from clusterwatch.reporter.harvester_cfg import read_db_settings
-from clusterwatch.reporter.harvester_db import collect, collect_with_config
-from clusterwatch.testing.mariadb import (
+from clusterwatch.loopback.mariadb import (
     MariaDB,
     MariaDBMissing,
     binaries,
     create_harvester_schema,
     mariadb_server,
 )
-from clusterwatch.testing.services import free_port
+from clusterwatch.loopback.services import free_port
+from clusterwatch.reporter import harvester_db
+from clusterwatch.reporter.harvester_cfg import read_db_settings
+from clusterwatch.reporter.harvester_db import collect, collect_with_config
 
 pytestmark = pytest.mark.integration
 

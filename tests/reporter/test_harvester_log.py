@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.loopback.harvester_files import HARVESTER_LOGS
 from clusterwatch.reporter import harvester_log
 from clusterwatch.reporter.harvester_log import (
     adjustment_section,
@@ -20,7 +21,6 @@ from clusterwatch.reporter.harvester_log import (
     fetching_section,
     submission_section,
 )
-from clusterwatch.testing.harvester_files import HARVESTER_LOGS
 
 LOGS = HARVESTER_LOGS
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_reporter_logs.py"

@@ -15,11 +15,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from clusterwatch.loopback.harvester_files import HARVESTER_LOGS
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.build import build
 from clusterwatch.reporter.record import load_schema
-from clusterwatch.testing.harvester_files import HARVESTER_LOGS
 
 from .test_harvester_db import mariadb  # noqa: F401 - the session's MariaDB fixture
 from .tls import CA, MonitorServer, make_ca, make_server_cert

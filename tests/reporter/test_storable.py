@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 from clusterwatch.reporter.buffer import Buffer
-from clusterwatch.testing.monitor_server import MonitorServer, monitor_server, private_database
 
 from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module
 from .test_main import FETCH_OK, Host, validate

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.fake_prometheus import FakePrometheus
-from clusterwatch.testing.http_recorder import fake_slack
+from clusterwatch.loopback.fake_prometheus import FakePrometheus
+from clusterwatch.loopback.http_recorder import fake_slack
 
 from .support import Pool
 

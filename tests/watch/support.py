@@ -1,6 +1,6 @@
 """The watch tests' small pool on loopback and their shared helpers, imported by the tests.
 
-A fake condor_status, a fake Prometheus and a fake Slack from clusterwatch.testing, with real
+A fake condor_status, a fake Prometheus and a fake Slack from clusterwatch.loopback, with real
 config and state files; conftest.py only turns them into fixtures (a conftest is pytest's,
 never imported as a module).
 """
@@ -14,9 +14,9 @@ from typing import Optional
 import pytest
 
 from clusterwatch.cli import main
-from clusterwatch.testing.fake_condor import write_fake_condor_status
-from clusterwatch.testing.fake_prometheus import FakePrometheus, vector_response
-from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder
+from clusterwatch.loopback.fake_condor import write_fake_condor_status
+from clusterwatch.loopback.fake_prometheus import FakePrometheus, vector_response
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder
 from clusterwatch.watch.channels import build_channels
 from clusterwatch.watch.config import WatchConfig, load_config
 from clusterwatch.watch.poll import PollResult, run_poll

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.cli import main
-from clusterwatch.testing.fake_condor import recorded_argv, write_fake_condor_status
-from clusterwatch.testing.fake_prometheus import error_response, vector_response
-from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses
+from clusterwatch.loopback.fake_condor import recorded_argv, write_fake_condor_status
+from clusterwatch.loopback.fake_prometheus import error_response, vector_response
+from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses
 from clusterwatch.watch.exercise import SCENARIOS
 
 from .program import child_env

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.fake_condor import recorded_argv, write_fake_condor_status
-from clusterwatch.testing.fake_prometheus import error_response
-from clusterwatch.testing.http_recorder import HttpRecorder
+from clusterwatch.loopback.fake_condor import recorded_argv, write_fake_condor_status
+from clusterwatch.loopback.fake_prometheus import error_response
+from clusterwatch.loopback.http_recorder import HttpRecorder
 from clusterwatch.watch import state
 
 from .support import TOKEN, Pool, cli

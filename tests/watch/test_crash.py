@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from clusterwatch.testing.http_recorder import SlackResponses
+from clusterwatch.loopback.http_recorder import SlackResponses
 from clusterwatch.watch import state
 
 from .support import T0, Pool

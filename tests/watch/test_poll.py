@@ -9,9 +9,9 @@ import stat
 
 import pytest
 
-from clusterwatch.testing.fake_condor import recorded_argv, write_fake_condor_status
-from clusterwatch.testing.fake_prometheus import error_response, vector_response
-from clusterwatch.testing.http_recorder import ScriptedResponse, SlackResponses
+from clusterwatch.loopback.fake_condor import recorded_argv, write_fake_condor_status
+from clusterwatch.loopback.fake_prometheus import error_response, vector_response
+from clusterwatch.loopback.http_recorder import ScriptedResponse, SlackResponses
 from clusterwatch.watch import state
 from clusterwatch.watch.prometheus import gpu_file_query
 

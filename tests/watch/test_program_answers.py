@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from clusterwatch.testing.dripping_server import DrippingServer
-from clusterwatch.testing.fake_prometheus import vector_response
-from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, SlackResponses
+from clusterwatch.loopback.dripping_server import DrippingServer
+from clusterwatch.loopback.fake_prometheus import vector_response
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, SlackResponses
 
 from .program import run_watch
 from .support import Pool

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.fake_condor import recorded_argv
+from clusterwatch.loopback.fake_condor import recorded_argv
 
 from .program import run_watch
 from .support import TOKEN, Pool

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.testing.http_recorder import SlackResponses
+from clusterwatch.loopback.http_recorder import SlackResponses
 
 from .program import Run, run_watch
 from .support import Pool

@@ -6,7 +6,7 @@ reporter environment file, mode 600), serves the monitor under gunicorn on 127.0
 a private MariaDB holding two harvester databases, builds the reporter zipapp with
 `clusterwatch reporter build`, and runs it (a real subprocess posting over HTTP to the
 monitor) three times for three harvester hosts, appending harvester log lines and database
-rows between runs (see clusterwatch.testing.harvester_scenario). It then runs
+rows between runs (see clusterwatch.loopback.harvester_scenario). It then runs
 `evaluate_alarms` once, prints the pages to open, and serves until Ctrl-C, when gunicorn
 and MariaDB stop. `--check` verifies that the pages answer and exits instead of serving.
 

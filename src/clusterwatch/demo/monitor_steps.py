@@ -13,14 +13,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Optional
 
-from clusterwatch.testing import harvester_scenario as scenario
-from clusterwatch.testing.harvester_files import harvester_file
-from clusterwatch.testing.harvester_scenario import Harvester
-from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
-from clusterwatch.testing.mariadb import MariaDB, MariaDBMissing, binaries, mariadb_server
-from clusterwatch.testing.monitor_client import Session
-from clusterwatch.testing.monitor_server import MonitorServer, MonitorStartError, monitor_server
-from clusterwatch.testing.services import LOOPBACK
+from clusterwatch.loopback import harvester_scenario as scenario
+from clusterwatch.loopback.harvester_files import harvester_file
+from clusterwatch.loopback.harvester_scenario import Harvester
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
+from clusterwatch.loopback.mariadb import MariaDB, MariaDBMissing, binaries, mariadb_server
+from clusterwatch.loopback.monitor_client import Session
+from clusterwatch.loopback.monitor_server import MonitorServer, MonitorStartError, monitor_server
+from clusterwatch.loopback.services import LOOPBACK
 
 REPORTER_TIMEOUT_S = 120
 # The harvesters' activity between two reporter runs (cron would leave five minutes):

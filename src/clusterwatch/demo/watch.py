@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import IO
 
 from clusterwatch.errors import EXIT_FAILURE, EXIT_OK
-from clusterwatch.testing.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
-from clusterwatch.testing.live_pool import LiveGpuWorker, live_gpu_worker
-from clusterwatch.testing.services import MissingComponent, ServiceStartError
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
+from clusterwatch.loopback.live_pool import LiveGpuWorker, live_gpu_worker
+from clusterwatch.loopback.services import MissingComponent, ServiceStartError
 from clusterwatch.watch import state
 from clusterwatch.watch.channels import build_channels
 from clusterwatch.watch.config import load_config

@@ -1,6 +1,6 @@
 """gunicorn's settings for the monitor: what clusterwatch-monitor.service runs
 (`gunicorn --config=python:clusterwatch.monitor.gunicorn_conf ...`) and what the test
-harness (clusterwatch.testing.monitor_server) starts, so tests meet the shipped server.
+harness (clusterwatch.loopback.monitor_server) starts, so tests meet the shipped server.
 
 Sync workers, about two per core: each request is short (a record of at most 1 MiB, a
 page) and the database is the only shared state, so more hosts can take more workers.

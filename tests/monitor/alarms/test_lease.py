@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses, fake_slack
+from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses, fake_slack
 from tests.monitor.alarms.support import ssl_failing
 
 ROOT = Path(__file__).parents[3]

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses, fake_slack
 from clusterwatch.monitor.alarms import outbox_store
 from clusterwatch.monitor.models import Alarm, AlarmRunLease, HostToken, HostTokenKey
 from clusterwatch.notify import http as notify_http
-from clusterwatch.testing.http_recorder import HttpRecorder, SlackResponses, fake_slack
 from tests.monitor.alarms.support import make_record, put, ssl_failing
 
 SECRET = "cwALARMsecretTOKEN9731"  # part of the webhook URL: must never be shown

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clusterwatch.testing.monitor_server import MonitorServer
+from clusterwatch.loopback.monitor_server import MonitorServer
 from tests.monitor.served_support import (
     exchange,
     latest,

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from clusterwatch.testing.monitor_server import MonitorServer
+from clusterwatch.loopback.monitor_server import MonitorServer
 from tests.monitor.served_support import Answer, now, post, record_body, served, token_for
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 import pytest
 
+from clusterwatch.loopback.monitor_server import MonitorServer, monitor_environ, private_database
 from clusterwatch.monitor.record.index import queues_in
-from clusterwatch.testing.monitor_server import MonitorServer, monitor_environ, private_database
 from tests.monitor.records import utc
 from tests.monitor.served_support import latest, now, post, record_body, served, token_for
 

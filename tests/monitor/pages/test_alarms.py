@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from clusterwatch.testing.http_recorder import SlackResponses, fake_slack
+from clusterwatch.loopback.http_recorder import SlackResponses, fake_slack
 from tests.monitor.alarms.support import make_record, put, ssl_failing, volume
 
 pytestmark = pytest.mark.django_db

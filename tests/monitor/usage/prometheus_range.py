@@ -16,7 +16,11 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from clusterwatch.testing.http_recorder import LoopbackHTTPServer, RecordedRequest, ScriptedResponse
+from clusterwatch.loopback.http_recorder import (
+    LoopbackHTTPServer,
+    RecordedRequest,
+    ScriptedResponse,
+)
 
 LOOKBACK_S = 300.0
 _JSON = {"Content-Type": "application/json"}

@@ -31,7 +31,7 @@ def write_fake_condor_status(
     argv_log = shlex.quote(str(directory / ARGV_LOG))
     lines = [
         "#!/bin/sh",
-        "# Fake condor_status written by clusterwatch.testing.fake_condor.",
+        "# Fake condor_status written by clusterwatch.loopback.fake_condor.",
         f"(IFS=$(printf '\\t'); printf '%s\\n' \"$*\") >> {argv_log}",
     ]
     if sleep > 0:

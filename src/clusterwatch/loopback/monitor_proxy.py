@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.testing.services import (
+from clusterwatch.loopback.services import (
     LOOPBACK,
     MissingComponent,
     free_port,

@@ -22,6 +22,6 @@ def harvester_file(*parts: str) -> Path:
     path = HARVESTER_FILES.joinpath(*parts)
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: this clusterwatch installation lacks its "
-                                "package data (clusterwatch.testing.harvester_files); "
+                                "package data (clusterwatch.loopback.harvester_files); "
                                 "reinstall it")
     return path

@@ -1,4 +1,4 @@
-"""`python -m clusterwatch.testing.postgres run -- COMMAND` (scripts/test's PostgreSQL pass).
+"""`python -m clusterwatch.loopback.postgres run -- COMMAND` (scripts/test's PostgreSQL pass).
 
 The command line lives in cli.py, which imports the server from this package; running the
 package (rather than a module that is also imported) keeps one copy of the server's state.
@@ -6,6 +6,6 @@ package (rather than a module that is also imported) keeps one copy of the serve
 
 import sys
 
-from clusterwatch.testing.postgres.cli import main
+from clusterwatch.loopback.postgres.cli import main
 
 sys.exit(main())

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing import monitor_proxy
-from clusterwatch.testing.monitor_proxy import ProxyStartError, find_nginx, render_site
-from clusterwatch.testing.services import MissingComponent
+from clusterwatch.loopback import monitor_proxy
+from clusterwatch.loopback.monitor_proxy import ProxyStartError, find_nginx, render_site
+from clusterwatch.loopback.services import MissingComponent
 
 SITE = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "clusterwatch-monitor.conf"
 

@@ -8,7 +8,7 @@ number of workers and a shorter graceful stop differ) on a free loopback port, w
 environment is built from scratch for the CLUSTERWATCH_* part: the caller's own
 CLUSTERWATCH_* variables never leak in, so a test names its database explicitly.
 
-Clients: clusterwatch.testing.monitor_client (`get`, an operator's `Session`).
+Clients: clusterwatch.loopback.monitor_client (`get`, an operator's `Session`).
 
 `private_database(data_dir)` gives that database: SQLite in `data_dir`, or, during the
 PostgreSQL test pass (CLUSTERWATCH_DATABASE_URL names a PostgreSQL server), a fresh database
@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from clusterwatch.monitor.database_url import sqlite_url
-from clusterwatch.testing.monitor_client import LOGIN_PATH
-from clusterwatch.testing.services import (
+from clusterwatch.loopback.monitor_client import LOGIN_PATH
+from clusterwatch.loopback.services import (
     LOOPBACK,
     free_port,
     log_tail,
@@ -37,6 +36,7 @@ from clusterwatch.testing.services import (
     track,
     wait_ready,
 )
+from clusterwatch.monitor.database_url import sqlite_url
 
 READY_PATH = LOGIN_PATH  # answers 200 once a worker serves Django
 STARTUP_TIMEOUT = 60.0

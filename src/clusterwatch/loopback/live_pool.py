@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterwatch.testing.services import Service, node_exporter, prometheus, wait_for_query
+from clusterwatch.loopback.services import Service, node_exporter, prometheus, wait_for_query
 
 GPU_FILE = "gpu_vram.prom"
 FAKE_NVIDIA_SMI = """#!/bin/sh

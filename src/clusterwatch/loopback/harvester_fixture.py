@@ -3,7 +3,7 @@
 The reporter's tests pin their rows to 2026-10-02; the demo needs rows relative to "now",
 so that launch limits, live workers, workers ended in the interval and workers that did not
 finish in the last 24 hours all show up in a record collected now. Workers that did not
-finish point their `batchLog` at a condor event log of clusterwatch.testing.harvester_files,
+finish point their `batchLog` at a condor event log of clusterwatch.loopback.harvester_files,
 which `place_condor_logs` copies to where the queue configuration maps that URL.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from clusterwatch.testing.harvester_files import harvester_file
-from clusterwatch.testing.mariadb import MariaDB, create_harvester_schema, insert_sql
+from clusterwatch.loopback.harvester_files import harvester_file
+from clusterwatch.loopback.mariadb import MariaDB, create_harvester_schema, insert_sql
 
 # (condor fixture log, harvester status, nativeExitCode, diagMessage): workers that did not
 # finish, each with the batch system's own reason in its event log.

@@ -9,12 +9,12 @@ import stat
 import time
 from pathlib import Path
 
+from clusterwatch.loopback import harvester_fixture, harvester_logs, harvester_scenario
 from clusterwatch.reporter.harvester_log import (
     failed_calls_section,
     fetching_section,
     submission_section,
 )
-from clusterwatch.testing import harvester_fixture, harvester_logs, harvester_scenario
 
 START = calendar.timegm((2026, 10, 2, 18, 0, 0))
 STAMP = re.compile(rb"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),\d{3}", re.M)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.testing.services import (
+from clusterwatch.loopback.services import (
     LOOPBACK,
     STARTUP_TIMEOUT,
     MissingComponent,

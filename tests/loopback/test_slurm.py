@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing import slurm
-from clusterwatch.testing.services import MissingComponent, ServiceStartError
-from clusterwatch.testing.slurm import ClusterSettings, SlurmCluster, SlurmUnavailable
+from clusterwatch.loopback import slurm
+from clusterwatch.loopback.services import MissingComponent, ServiceStartError
+from clusterwatch.loopback.slurm import ClusterSettings, SlurmCluster, SlurmUnavailable
 from tests.components import unavailable
 
 HYBRID_MOUNTS = """\

@@ -7,7 +7,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Optional
 
-from clusterwatch.testing.fake_prometheus import (
+from clusterwatch.loopback.fake_prometheus import (
     EMPTY_VECTOR,
     FakePrometheus,
     error_response,

@@ -1,7 +1,7 @@
 """Harvester log lines for the demo: the reporter's fixture logs moved to the present, and
 more lines in the same formats.
 
-The fixture logs (clusterwatch.testing.harvester_files: logs/new for the current harvester,
+The fixture logs (clusterwatch.loopback.harvester_files: logs/new for the current harvester,
 logs/old for the 2020 generation) are real-format excerpts; `fitted` moves the timestamps of
 a set of files onto a given interval, keeping their order. The generators write lines the
 way the harvester does, for the intervals the fixtures do not cover: a healthy harvester, and
@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from clusterwatch.testing.harvester_files import harvester_file
+from clusterwatch.loopback.harvester_files import harvester_file
 
 LOG_NAMES = ("job_fetcher", "submitter", "worker_adjuster", "communicator", "propagator")
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(\d{3})", re.MULTILINE)

@@ -12,9 +12,9 @@ from typing import Any, Callable
 import pytest
 
 from clusterwatch.atomic_write import write_atomically
-from clusterwatch.testing import services
-from clusterwatch.testing.http_recorder import HttpRecorder
-from clusterwatch.testing.services import (
+from clusterwatch.loopback import services
+from clusterwatch.loopback.http_recorder import HttpRecorder
+from clusterwatch.loopback.services import (
     MissingComponent,
     Service,
     ServiceStartError,

@@ -1,5 +1,5 @@
-"""`python -m clusterwatch.testing.postgres run [--skip-missing] [--keep] -- COMMAND [ARGS]`:
-COMMAND against a private, throwaway PostgreSQL server (clusterwatch.testing.postgres).
+"""`python -m clusterwatch.loopback.postgres run [--skip-missing] [--keep] -- COMMAND [ARGS]`:
+COMMAND against a private, throwaway PostgreSQL server (clusterwatch.loopback.postgres).
 
 The command gets CLUSTERWATCH_DATABASE_URL (the `clusterwatch` database, no password in it)
 and CLUSTERWATCH_DATABASE_PASSWORD_FILE; its exit status becomes ours. scripts/test runs the
@@ -15,19 +15,19 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
-from clusterwatch.testing.postgres import (
+from clusterwatch.loopback.postgres import (
     DATABASE,
     STOP_TIMEOUT_S,
     PostgresMissing,
     PostgresStartError,
     postgres_server,
 )
-from clusterwatch.testing.services import LOOPBACK
+from clusterwatch.loopback.services import LOOPBACK
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m clusterwatch.testing.postgres",
+        prog="python -m clusterwatch.loopback.postgres",
         description="Run a command against a private, throwaway PostgreSQL server on "
         "127.0.0.1 (the monitor's PostgreSQL test pass).",
         epilog="Exit status: the command's; 1 when the server could not start (or is not "

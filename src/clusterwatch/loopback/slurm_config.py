@@ -1,4 +1,4 @@
-"""The configuration files of the test Slurm cluster (`testing/slurm.py`), as pure text.
+"""The configuration files of the test Slurm cluster (`loopback/slurm.py`), as pure text.
 
 Each non-obvious setting says why: these are what it took for slurmctld, slurmd and munged
 from Debian's packages to run jobs in real cgroup v1 directories on one loopback machine.

@@ -13,16 +13,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from clusterwatch.monitor.database_url import parse
-from clusterwatch.testing import postgres
-from clusterwatch.testing.postgres import (
+from clusterwatch.loopback import postgres
+from clusterwatch.loopback.postgres import (
     Postgres,
     PostgresMissing,
     PostgresStartError,
     find_bindir,
     postgres_server,
 )
-from clusterwatch.testing.postgres import cli as postgres_cli
+from clusterwatch.loopback.postgres import cli as postgres_cli
+from clusterwatch.monitor.database_url import parse
 from tests.components import unavailable
 
 pytestmark = pytest.mark.integration

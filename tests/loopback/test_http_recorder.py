@@ -10,7 +10,7 @@ from typing import Optional
 
 import pytest
 
-from clusterwatch.testing.http_recorder import (
+from clusterwatch.loopback.http_recorder import (
     SLACK_PERMANENT_ERRORS,
     SLACK_WEBHOOK_PATH,
     HttpRecorder,

@@ -13,7 +13,11 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from clusterwatch.testing.http_recorder import LoopbackHTTPServer, RecordedRequest, ScriptedResponse
+from clusterwatch.loopback.http_recorder import (
+    LoopbackHTTPServer,
+    RecordedRequest,
+    ScriptedResponse,
+)
 
 QUERY_PATH = "/api/v1/query"
 _JSON = {"Content-Type": "application/json"}

@@ -11,7 +11,7 @@ file: clients connect over TCP with scram-sha-256, exactly as the monitor does i
 The private Unix socket trusts local connections, for `psql` setup only. Durability is off
 (`fsync`, `synchronous_commit`, `full_page_writes`): the data is thrown away anyway.
 
-    python -m clusterwatch.testing.postgres run [--skip-missing] -- COMMAND [ARGS...]
+    python -m clusterwatch.loopback.postgres run [--skip-missing] -- COMMAND [ARGS...]
 
 starts a server, runs COMMAND with CLUSTERWATCH_DATABASE_URL and
 CLUSTERWATCH_DATABASE_PASSWORD_FILE naming it, stops the server and exits with COMMAND's
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.testing.services import LOOPBACK, free_port
+from clusterwatch.loopback.services import LOOPBACK, free_port
 
 PG_ROOT = Path("/usr/lib/postgresql")  # Debian: /usr/lib/postgresql/<major>/bin
 SUPERUSER = "clusterwatch"
@@ -47,7 +47,7 @@ LOG_TAIL_LINES = 30
 INSTALL_HINT = ("install it with: sudo apt-get install --no-install-recommends postgresql "
                 "(scripts/setup installs it)")
 _SETTINGS = """
-# clusterwatch.testing.postgres: a private, throwaway server
+# clusterwatch.loopback.postgres: a private, throwaway server
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '{socket_dir}'
 fsync = off

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from clusterwatch.testing.services import free_port
+from clusterwatch.loopback.services import free_port
 
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0

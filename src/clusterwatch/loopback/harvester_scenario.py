@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.testing import harvester_fixture as db_fixture
-from clusterwatch.testing import harvester_logs as logs
-from clusterwatch.testing.mariadb import MariaDB
+from clusterwatch.loopback import harvester_fixture as db_fixture
+from clusterwatch.loopback import harvester_logs as logs
+from clusterwatch.loopback.mariadb import MariaDB
 
 PANDA = "pandaserver01.sdcc.bnl.gov"
 DB_USER = "harvester"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.monitor_client import Session, get
-from clusterwatch.testing.monitor_server import (
+from clusterwatch.loopback.monitor_client import Session, get
+from clusterwatch.loopback.monitor_server import (
     MonitorStartError,
     monitor_environ,
     monitor_server,
@@ -72,7 +72,7 @@ def test_a_bad_database_url_fails_before_gunicorn_starts(tmp_path: Path) -> None
 def test_a_worker_that_cannot_boot_is_reported_with_the_log(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
-    import clusterwatch.testing.monitor_server as harness
+    import clusterwatch.loopback.monitor_server as harness
 
     # migrate works, then the WSGI module does not exist: gunicorn gives up.
     real = harness._start_gunicorn

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.testing.fake_condor import recorded_argv, write_fake_condor_status
+from clusterwatch.loopback.fake_condor import recorded_argv, write_fake_condor_status
 
 
 def test_it_prints_the_machines_file_and_records_the_arguments(tmp_path: Path) -> None:

@@ -31,14 +31,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Optional, Union
 
-from clusterwatch.testing.services import (
+from clusterwatch.loopback.services import (
     LOG_TAIL_LINES,
     STOP_TIMEOUT,
     MissingComponent,
     ServiceStartError,
     free_port,
 )
-from clusterwatch.testing.slurm_config import (  # re-exported: the tests configure from here
+from clusterwatch.loopback.slurm_config import (  # re-exported: the tests configure from here
     V1_CONTROLLERS,
     ClusterSettings,
     cgroup_conf,
