@@ -114,7 +114,7 @@ def test_stop_leaves_no_job_process_cgroup_or_file_behind() -> None:
         # A job that ignores SIGTERM: the stop must still end it.
         jobid = cluster.submit("trap '' TERM; sleep 3600 & wait; sleep 3600", mem="50M")
         cluster.wait_running(jobid)
-        job_dir = cluster.job_cgroup(jobid, "freezer")
+        job_dir = cluster.wait_cgroup(jobid, "freezer")
         assert job_dir.is_dir()
         assert cluster.job_state(jobid) == "RUNNING"
         tops = [cluster.cgroup_root / c / f"slurm_{cluster.node_name}"

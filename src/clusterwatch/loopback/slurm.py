@@ -310,6 +310,18 @@ class SlurmCluster:
             return found[0]
         return top / f"uid_{pwd.getpwnam(self.job_user).pw_uid}" / f"job_{jobid}"
 
+    def wait_cgroup(self, jobid: int, controller: str = "memory",
+                    timeout: float = 30.0) -> Path:
+        """The job's cgroup directory once it exists: slurmctld says RUNNING before the
+        job's slurmstepd on the node has made its cgroups."""
+        deadline = time.monotonic() + timeout
+        while not self.job_cgroup(jobid, controller).is_dir():
+            if time.monotonic() > deadline:
+                raise AssertionError(self._describe(
+                    jobid, f"no {controller} cgroup within {timeout:g} s"))
+            time.sleep(0.1)
+        return self.job_cgroup(jobid, controller)
+
     def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
         parts = []
         for name in ("munged", "slurmctld", "slurmd"):
