@@ -13,6 +13,8 @@ import stat
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
+from clusterwatch.reporter.regular_read import NotRegularFile, open_regular
+
 # (new name, old name): the new one wins when a file gives both.
 URL_KEYS = ("CLUSTERWATCH_MONITOR_URL", "SWF_MONITOR_URL")
 TOKEN_KEYS = ("CLUSTERWATCH_REPORT_TOKEN", "SWF_REPORT_TOKEN")
@@ -52,30 +54,24 @@ def load_env(path: str) -> Dict[str, Optional[str]]:
 def read_env_file(path: str) -> Dict[str, str]:
     """Every KEY=VALUE of the file; the file must be private to its owner (mode 600)."""
     try:
-        # O_NONBLOCK: a FIFO put in the file's place must not hang the cron run.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        handle = open_regular(path)  # a FIFO put in the file's place must not hang the run
+    except NotRegularFile:
+        raise ConfigError(f"environment file {path} is not a regular file") from None
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         raise ConfigError(f"cannot open environment file {path}: {why}") from None
-    try:
-        # fstat the open file, not the path, so the checked file is the one read.
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"environment file {path} is not a regular file")
-        if mode & 0o077:
-            raise ConfigError(
-                f"refusing environment file {path}: mode {stat.S_IMODE(mode):04o} lets other "
-                f"users at the report token; run: chmod 600 {path}")
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1  # the file object closes it now
-            raw = handle.read()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = type(exc).__name__
-        raise ConfigError(f"cannot read environment file {path}: {why}") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    with handle:
+        try:
+            # fstat the open file, not the path, so the checked file is the one read.
+            mode = os.fstat(handle.fileno()).st_mode
+            if mode & 0o077:
+                raise ConfigError(
+                    f"refusing environment file {path}: mode {stat.S_IMODE(mode):04o} lets "
+                    f"other users at the report token; run: chmod 600 {path}")
+            text = handle.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = type(exc).__name__
+            raise ConfigError(f"cannot read environment file {path}: {why}") from None
     values = {}  # type: Dict[str, str]
     for key, value in parse_env(text, path):
         values[key] = value  # a later line wins, as when a shell sources the file
