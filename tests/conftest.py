@@ -6,8 +6,7 @@ from typing import Callable
 
 import pytest
 
-# Also under its old name: tests/reporter still imports `_need_binary` from this conftest.
-from tests.components import need_binary as _need_binary
+from tests.components import need_binary as _need_binary  # the fixture below has its name
 
 
 @pytest.fixture
