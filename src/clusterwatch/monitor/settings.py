@@ -18,6 +18,8 @@ CLUSTERWATCH_MAX_CLOCK_SKEW_S  how far ahead of the monitor's clock a record's c
 CLUSTERWATCH_ALARMS_CONFIG     TOML file with the alarm channels (default DATA_DIR/alarms.toml)
 CLUSTERWATCH_BEHIND_TLS_PROXY  1/true behind a TLS-terminating proxy that sets
                                X-Forwarded-Proto: secure cookies, https from that header
+CLUSTERWATCH_PROMETHEUS_URL    turns the usage reports on (the rest of their settings:
+                               clusterwatch.monitor.usage.config, docs/usage.md)
 
 A malformed value raises ValueError with a message that starts with the variable's name
 (`clusterwatch monitor` turns it into a configuration error, exit 78) and holds no secret.
@@ -33,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.monitor import database_url
+from clusterwatch.monitor import database_url, ldap_settings
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -157,6 +159,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "clusterwatch.monitor.apps.MonitorConfig",
+    "clusterwatch.monitor.usage.apps.UsageConfig",
 ]
 
 MIDDLEWARE = [
@@ -182,6 +185,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "clusterwatch.monitor.usage.navigation.navigation",
             ],
             # The queue page's rows, made in Python (`{% load queue_rows %}`).
             "libraries": {"queue_rows": "clusterwatch.monitor.pages.queue_rows"},
@@ -195,6 +199,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
+# Local accounts, and site accounts through LDAP when CLUSTERWATCH_LDAP_URI is set
+# (AUTHENTICATION_BACKENDS and AUTH_LDAP_*; ldap_settings.py says which variables).
+globals().update(ldap_settings.from_environ(os.environ))
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/hosts/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"

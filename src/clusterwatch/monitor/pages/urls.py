@@ -1,14 +1,13 @@
-"""The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.urls`)."""
+"""The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.urls`;
+`/` is the usage reports' index, or a redirect to the hosts page when they are off)."""
 
 from __future__ import annotations
 
 from django.urls import path
-from django.views.generic import RedirectView
 
 from clusterwatch.monitor.pages import alarms, views
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="monitor-hosts", permanent=False)),
     path("hosts/", views.host_list, name="monitor-hosts"),
     path("queues/", views.queue_list, name="monitor-queues"),
     # `path`, not `str`: a queue name with a slash must still reach its page.

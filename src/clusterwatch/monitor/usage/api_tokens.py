@@ -1,0 +1,61 @@
+"""Usage API tokens: `cwu_<8>_<43>`, shown once, stored as a prefix and a SHA-256 digest.
+
+A script sends `Authorization: Bearer <token>` and acts as the token's user, with the same
+visibility. The scheme differs from the host tokens' (`cwh_`), so neither kind of token is
+ever accepted where the other is expected.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+from typing import Any, Optional
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from clusterwatch.monitor.ingest.tokens import digest, matches
+from clusterwatch.monitor.usage.models import UsageApiToken
+
+SCHEME = "cwu_"
+TOKEN_RE = re.compile(r"(cwu_[A-Za-z0-9]{8})_[A-Za-z0-9_-]{43}")
+_ALPHABET = string.ascii_letters + string.digits
+_UNKNOWN_DIGEST = digest("no such usage token")
+
+
+def create(user: Any, note: str = "") -> tuple[UsageApiToken, str]:
+    """A new token acting as `user`; its text is returned once and never kept."""
+    for _ in range(5):
+        prefix = SCHEME + "".join(secrets.choice(_ALPHABET) for _ in range(8))
+        token = f"{prefix}_{secrets.token_urlsafe(32)}"
+        try:
+            with transaction.atomic():
+                row = UsageApiToken.objects.create(user=user, prefix=prefix,
+                                                   digest=digest(token), note=note[:200])
+        except IntegrityError:  # the prefix is taken
+            continue
+        return row, token
+    raise RuntimeError("could not find a free token prefix")
+
+
+def from_header(value: Optional[str]) -> Optional[str]:
+    """The token of `Bearer <t>` (scheme in any case); None for anything else."""
+    scheme, _, credential = (value or "").strip().partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not TOKEN_RE.fullmatch(credential):
+        return None
+    return credential
+
+
+def authenticate(token: str) -> Optional[Any]:
+    """The active user of `token`; None if the token is unknown, revoked or its user inactive."""
+    match = TOKEN_RE.fullmatch(token)
+    if match is None:
+        return None
+    row = UsageApiToken.objects.select_related("user").filter(prefix=match.group(1)).first()
+    found = matches(row.digest if row is not None else _UNKNOWN_DIGEST, token)
+    if row is None or not found or row.revoked_at is not None or not row.user.is_active:
+        return None
+    UsageApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    return row.user

@@ -1,0 +1,63 @@
+"""The JSON API of the usage reports (all GET): a job's document and a user's jobs."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils import timezone
+
+from clusterwatch.monitor.usage.access import asker, may_see_user
+from clusterwatch.monitor.usage.accounting import AccountingError
+from clusterwatch.monitor.usage.answers import (
+    LOGIN_NEEDED,
+    Refusal,
+    accounting_refusal,
+    fetch_report,
+    json_view,
+)
+from clusterwatch.monitor.usage.user_jobs import user_jobs
+
+USERNAME_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+
+
+@json_view
+def job_usage(request: HttpRequest, jobid: str) -> Any:
+    """GET /api/v1/jobs/<jobid>/usage: the same document as `clusterwatch monitor job_usage`."""
+    return fetch_report(request, jobid, with_series=False).document
+
+
+@json_view
+def user_usage(request: HttpRequest, username: str) -> Any:
+    """GET /api/v1/users/<username>[?days=N]: the user's jobs with their summaries."""
+    user = asker(request)
+    if user is None:
+        raise Refusal(403, LOGIN_NEEDED)
+    if not USERNAME_RE.fullmatch(username):
+        raise Refusal(400, f"not a user name: {username[:40]!r}")
+    if not may_see_user(user, username):
+        raise Refusal(404, "no user with this name whose jobs you may see")
+    since = since_of(request)
+    try:
+        jobs = user_jobs(username, since)
+    except AccountingError as exc:
+        raise accounting_refusal(exc) from None
+    return {"user": username, "since": since.isoformat().replace("+00:00", "Z"),
+            "jobs": jobs}
+
+
+def since_of(request: HttpRequest) -> datetime:
+    """`?days=N` (1-366, default 30) back from now; a Refusal (400) for anything else."""
+    text = request.GET.get("days", "").strip()
+    if not text:
+        days = DEFAULT_DAYS
+    elif text.isdigit() and 1 <= int(text) <= MAX_DAYS:
+        days = int(text)
+    else:
+        raise Refusal(400, f"days must be a whole number from 1 to {MAX_DAYS}")
+    now: datetime = timezone.now()
+    return now - timedelta(days=days)

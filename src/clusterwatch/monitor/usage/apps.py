@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class UsageConfig(AppConfig):
+    """The usage reports: always installed (its tables exist), served only when
+    CLUSTERWATCH_PROMETHEUS_URL is set (`usage.config.usage_enabled`)."""
+
+    name = "clusterwatch.monitor.usage"
+    label = "usage"
+    verbose_name = "clusterwatch usage reports"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,107 @@
+"""The usage reports' settings, read from the environment once per process.
+
+CLUSTERWATCH_PROMETHEUS_URL       base URL of a Prometheus-compatible query API (Prometheus,
+                                  Thanos, VictoriaMetrics); unset: the usage reports are off
+CLUSTERWATCH_SACCT                the sacct program (default `sacct` on PATH)
+CLUSTERWATCH_ACCOUNTING           `sacct` (default) or `slurmdb` (the restricted view)
+CLUSTERWATCH_USAGE_THRESHOLDS     TOML file with a [thresholds] table (docs/usage.md)
+CLUSTERWATCH_SCRAPE_INTERVAL_S    the exporter's scrape interval (default 30)
+CLUSTERWATCH_PROMETHEUS_TIMEOUT_S deadline of one query (default 10)
+CLUSTERWATCH_USAGE_ACCOUNT_ACCESS 1/true: members of a job's account see its report
+
+A bad value is a ConfigError whose one-line message names the variable (exit 78).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.usage.thresholds import Thresholds, load_thresholds
+
+ACCOUNTING_KINDS = ("sacct", "slurmdb")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+@dataclass(frozen=True)
+class UsageConfig:
+    prometheus_url: str
+    sacct_program: str
+    accounting: str
+    thresholds: Thresholds
+    scrape_interval_s: float
+    prometheus_timeout_s: float
+    account_access: bool
+    cache_dir: Path
+
+
+def usage_enabled(environ: Optional[Mapping[str, str]] = None) -> bool:
+    env = os.environ if environ is None else environ
+    return bool(env.get("CLUSTERWATCH_PROMETHEUS_URL", "").strip())
+
+
+def read_config(environ: Mapping[str, str], data_dir: Path) -> UsageConfig:
+    url = environ.get("CLUSTERWATCH_PROMETHEUS_URL", "").strip()
+    if not url:
+        raise ConfigError("CLUSTERWATCH_PROMETHEUS_URL is not set: the usage reports are off")
+    _check_url(url)
+    accounting = environ.get("CLUSTERWATCH_ACCOUNTING", "").strip() or "sacct"
+    if accounting not in ACCOUNTING_KINDS:
+        raise ConfigError(f"CLUSTERWATCH_ACCOUNTING must be one of "
+                          f"{', '.join(ACCOUNTING_KINDS)}, not {accounting[:40]!r}")
+    thresholds_file = environ.get("CLUSTERWATCH_USAGE_THRESHOLDS", "").strip()
+    return UsageConfig(
+        prometheus_url=url.rstrip("/"),
+        sacct_program=environ.get("CLUSTERWATCH_SACCT", "").strip() or "sacct",
+        accounting=accounting,
+        thresholds=load_thresholds(Path(thresholds_file) if thresholds_file else None),
+        scrape_interval_s=_seconds(environ, "CLUSTERWATCH_SCRAPE_INTERVAL_S", 30.0),
+        prometheus_timeout_s=_seconds(environ, "CLUSTERWATCH_PROMETHEUS_TIMEOUT_S", 10.0),
+        account_access=_flag(environ, "CLUSTERWATCH_USAGE_ACCOUNT_ACCESS"),
+        cache_dir=data_dir / "usage-cache",
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def get_config() -> UsageConfig:
+    """The process's configuration (the environment does not change under a running server)."""
+    from django.conf import settings
+
+    return read_config(os.environ, Path(settings.DATA_DIR))
+
+
+def _check_url(url: str) -> None:
+    # Never quote the URL itself in the message: it may carry credentials.
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError("CLUSTERWATCH_PROMETHEUS_URL must be an http:// or https:// URL "
+                          "with a host, e.g. http://prometheus.example.org:9090")
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, not {text[:40]!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > 86400:
+        raise ConfigError(f"{name} must be between 0 and 86400 seconds, not {text[:40]!r}")
+    return value
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    text = environ.get(name, "").strip().lower()
+    if text not in _TRUE + _FALSE:
+        raise ConfigError(f"{name} must be one of {', '.join(_TRUE + _FALSE[:-1])}, "
+                          f"not {text[:40]!r}")
+    return text in _TRUE

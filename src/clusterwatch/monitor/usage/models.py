@@ -1,0 +1,49 @@
+"""What the usage reports keep: each ended job's summary, and the API tokens of scripts."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class KeptSummary(models.Model):
+    """An ended job's usage document, kept so the API, pages and email still answer after
+    Prometheus' retention has dropped the series. Written once, when the job's figures are
+    final (its end plus two scrape intervals), never updated."""
+
+    jobid = models.CharField(max_length=32, unique=True)
+    user = models.CharField(max_length=64, db_index=True)
+    account = models.CharField(max_length=64, db_index=True)
+    state = models.CharField(max_length=32)
+    start = models.DateTimeField(null=True)
+    end = models.DateTimeField(null=True, db_index=True)
+    cpu_efficiency = models.FloatField(null=True)
+    memory_efficiency = models.FloatField(null=True)
+    # Space-separated warning codes: the staff page filters on them without parsing JSON.
+    warning_codes = models.CharField(max_length=400, blank=True)
+    document = models.JSONField()
+    kept_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "end"], name="kept_user_end")]
+
+    def __str__(self) -> str:
+        return f"job {self.jobid} ({self.user})"
+
+
+class UsageApiToken(models.Model):
+    """A script's credential for the usage API, acting as its user. Only a lookup prefix and
+    a SHA-256 digest are stored (like the host tokens)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="usage_tokens")
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"usage token {self.prefix}…"

@@ -1,0 +1,20 @@
+"""What the header offers (a template context processor).
+
+A site that runs only Slurm deploys the monitor for the usage reports alone: the harvester
+pages stay out of its navigation until a host has reported.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from clusterwatch.monitor.models import LatestReport
+from clusterwatch.monitor.usage.config import usage_enabled
+
+
+def navigation(request: HttpRequest) -> dict[str, bool]:
+    usage = usage_enabled()
+    if not request.user.is_authenticated:
+        return {"nav_usage": usage, "nav_harvester": not usage}
+    return {"nav_usage": usage,
+            "nav_harvester": not usage or LatestReport.objects.exists()}

@@ -1,0 +1,19 @@
+"""The usage reports' paths, at the site root when CLUSTERWATCH_PROMETHEUS_URL is set.
+
+The original's endpoints are kept as they were (`api/v1/...`, `pdf/`, `pie/`, `plot/`,
+`mail/`, `/`); the pages a researcher reads live under `usage/`. Job ids and metric names
+are matched loosely here and checked by the views, so a malformed one gets a plain 400
+rather than Django's 404 page.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from clusterwatch.monitor.usage import api_views, index_view
+
+urlpatterns = [
+    path("", index_view.index, name="usage-index"),
+    path("api/v1/users/<str:username>", api_views.user_usage, name="usage-api-user"),
+    path("api/v1/jobs/<str:jobid>/usage", api_views.job_usage, name="usage-api-job"),
+]

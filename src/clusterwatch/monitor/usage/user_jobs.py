@@ -1,0 +1,40 @@
+"""A user's jobs with their summaries: /api/v1/users/<username> and the user page.
+
+One accounting call for the list; each job's figures are its kept summary when there is
+one, else accounting's own figures (no Prometheus call per job: a user with 1,000 jobs
+must get their page at once). A job without a kept summary says so in its notes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional, cast
+
+from clusterwatch.monitor.usage import rules
+from clusterwatch.monitor.usage.accounting import Accounting
+from clusterwatch.monitor.usage.analysis import analyse
+from clusterwatch.monitor.usage.config import UsageConfig, get_config
+from clusterwatch.monitor.usage.models import KeptSummary
+from clusterwatch.monitor.usage.sources import accounting
+from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
+
+
+def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = None,
+              source: Optional[Accounting] = None) -> list[UsageDocument]:
+    """The user's jobs since `since`, newest first. AccountingFailed/AccountingConfigError."""
+    config = config or get_config()
+    records = (source or accounting(config)).jobs_of_user(user, since)
+    kept = {
+        row.jobid: cast(UsageDocument, row.document)
+        for row in KeptSummary.objects.filter(user=user, end__gte=since).only("jobid", "document")
+    }
+    documents = []
+    for record in records:
+        document = kept.get(record.jobid)
+        if document is None:
+            summary = analyse(record, None, config.thresholds)
+            document = usage_document(record, summary,
+                                      rules.check(record, summary, config.thresholds))
+        documents.append(document)
+    documents.sort(key=lambda d: (d["start"] or "9999", d["jobid"]), reverse=True)
+    return documents

@@ -1,0 +1,94 @@
+"""`clusterwatch monitor job_usage JOBID` through the installed console script: the same
+JSON as the API, exit 0 found, 1 unknown job or a failed source, 78 configuration error."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.monitor.usage.prometheus_range import RangePrometheus
+from tests.monitor.usage.site import UsageSite, environment
+
+# The installed console script, beside the interpreter running the tests.
+CONSOLE = shutil.which("clusterwatch", path=os.path.dirname(sys.executable)) or "clusterwatch"
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[UsageSite]:
+    with RangePrometheus() as prometheus:
+        yield UsageSite(tmp_path, prometheus)
+
+
+def run(tmp_path: Path, site: UsageSite, *arguments: str,
+        **changes: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("CLUSTERWATCH_", "DJANGO_"))}
+    env.update({"CLUSTERWATCH_DATA_DIR": str(tmp_path / "data"), **environment(site), **changes})
+    return subprocess.run([CONSOLE, "monitor", *arguments], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+
+
+def migrated(tmp_path: Path, site: UsageSite) -> None:
+    assert run(tmp_path, site, "migrate", "--verbosity", "0").returncode == 0
+
+
+def test_it_prints_the_apis_document_and_exits_0(tmp_path: Path, site: UsageSite) -> None:
+    migrated(tmp_path, site)
+    start, end = site.job("4242")
+    site.measured("4242", start, end, busy_cpus=1.0, memory_bytes=2 * 1024**3)
+    done = run(tmp_path, site, "job_usage", "4242")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["jobid"] == "4242"
+    assert document["cpu_efficiency"] == pytest.approx(0.5, abs=0.02)
+    assert "low_cpu_efficiency" in {w["code"] for w in document["warnings"]}
+
+
+def test_an_unknown_job_exits_1_with_one_line(tmp_path: Path, site: UsageSite) -> None:
+    migrated(tmp_path, site)
+    done = run(tmp_path, site, "job_usage", "77")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.strip() == "clusterwatch: job 77 is unknown to accounting"
+
+
+def test_a_failing_source_exits_1(tmp_path: Path, site: UsageSite) -> None:
+    migrated(tmp_path, site)
+    site.job("4242")
+    site.prometheus.fail_with(503, b"{}")
+    done = run(tmp_path, site, "job_usage", "4242")
+    assert done.returncode == 1 and "Prometheus is unavailable" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    site.fail("sacct: error: slurmdbd is down")
+    done = run(tmp_path, site, "job_usage", "4242")
+    assert done.returncode == 1 and "slurmdbd is down" in done.stderr
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"CLUSTERWATCH_PROMETHEUS_URL": ""}, "CLUSTERWATCH_PROMETHEUS_URL is not set"),
+    ({"CLUSTERWATCH_PROMETHEUS_URL": "ftp://x"}, "must be an http:// or https:// URL"),
+    ({"CLUSTERWATCH_SACCT": "/nonexistent/sacct"}, "sacct program not found"),
+    ({"CLUSTERWATCH_SCRAPE_INTERVAL_S": "-1"}, "CLUSTERWATCH_SCRAPE_INTERVAL_S"),
+    ({"CLUSTERWATCH_USAGE_THRESHOLDS": "/nonexistent.toml"}, "does not exist"),
+])
+def test_a_configuration_error_exits_78_with_one_line(tmp_path: Path, site: UsageSite,
+                                                      changes: dict[str, str], says: str) -> None:
+    migrated(tmp_path, site)
+    site.job("4242")
+    done = run(tmp_path, site, "job_usage", "4242", **changes)
+    assert done.returncode == 78, done.stderr
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_a_malformed_job_id_exits_1_without_running_sacct(tmp_path: Path,
+                                                          site: UsageSite) -> None:
+    migrated(tmp_path, site)
+    done = run(tmp_path, site, "job_usage", "1;rm")
+    assert done.returncode == 1 and "not a job id" in done.stderr
