@@ -164,3 +164,21 @@ def test_it_indexes_its_paths_with_working_links(usage_site: UsageSite) -> None:
         assert f'href="{path}"' in text
         assert client.get(path).status_code == 200
     assert Client().get("/").status_code == 302  # to the login page
+
+
+def test_it_lets_staff_revoke_a_usage_token_in_the_admin(usage_site: UsageSite) -> None:
+    from clusterwatch.monitor.usage import api_tokens
+    from clusterwatch.monitor.usage.models import UsageApiToken
+
+    usage_site.job("4242", user="bob")
+    row, token = api_tokens.create(User.objects.create_user("bob"))
+    admin = client_of("root", staff=True)
+    User.objects.filter(username="root").update(is_superuser=True)
+    listing = admin.get("/admin/usage/usageapitoken/")
+    assert listing.status_code == 200 and row.prefix in listing.content.decode()
+    assert row.digest not in listing.content.decode()
+    admin.post("/admin/usage/usageapitoken/", {"action": "revoke",
+                                               "_selected_action": [row.pk]})
+    assert UsageApiToken.objects.get(pk=row.pk).revoked_at is not None
+    scripted = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert scripted.get("/api/v1/jobs/4242/usage").status_code == 403
