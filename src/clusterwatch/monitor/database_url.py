@@ -77,8 +77,9 @@ def sqlite_url(path: Path) -> str:
     return "sqlite://" + quote(str(path))
 
 
-def read_password_file(path: str) -> str:
+def read_password_file(path: str, setting: str = "CLUSTERWATCH_DATABASE_PASSWORD_FILE") -> str:
     """The password alone on the file's one line; the file must be private (mode 600).
+    `setting` is the variable that named the file, for the messages (LDAP's uses it too).
 
     A systemd credential (a file in $CREDENTIALS_DIRECTORY, e.g. LoadCredential=) is private
     to the unit by construction, and systemd may grant its user access through an ACL that
@@ -88,18 +89,18 @@ def read_password_file(path: str) -> str:
         mode = os.stat(path).st_mode
         if mode & (stat.S_IRWXG | stat.S_IRWXO) and not _is_credential(path):
             raise DatabaseUrlError(
-                f"CLUSTERWATCH_DATABASE_PASSWORD_FILE {path} is readable by others "
+                f"{setting} {path} is readable by others "
                 f"(mode {stat.S_IMODE(mode):o}); chmod 600 it")
         password = Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise DatabaseUrlError(
-            f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: cannot read {path}: {exc.strerror}") from None
+            f"{setting}: cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise DatabaseUrlError(
-            f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: {path} is not UTF-8 text") from None
+            f"{setting}: {path} is not UTF-8 text") from None
     if not password:
-        raise DatabaseUrlError(f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: {path} is empty")
+        raise DatabaseUrlError(f"{setting}: {path} is empty")
     if "\n" in password:
         raise DatabaseUrlError(
-            f"CLUSTERWATCH_DATABASE_PASSWORD_FILE: {path} holds more than one line")
+            f"{setting}: {path} holds more than one line")
     return password
