@@ -25,6 +25,7 @@ class WarningDocument(TypedDict):
 
 class UsageDocument(TypedDict):
     jobid: str
+    name: str  # the job's name as submitted: user-written text, escaped wherever shown
     user: str
     account: str
     partition: str
@@ -61,6 +62,7 @@ def usage_document(job: JobRecord, summary: UsageSummary,
                    warnings: Sequence[UsageWarning]) -> UsageDocument:
     return {
         "jobid": job.jobid,
+        "name": job.name,
         "user": job.user,
         "account": job.account,
         "partition": job.partition,
