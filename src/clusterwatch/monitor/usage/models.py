@@ -47,3 +47,43 @@ class UsageApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"usage token {self.prefix}…"
+
+
+class UsageMail(models.Model):
+    """The end-of-job email of one job: the outbox row, written before any send is tried, so
+    a failure to send never loses it. One row per job (whatever queued it: Slurm's MailProg,
+    the poller, or a command); runs claim a row with one conditional UPDATE before sending,
+    so two runs at once never send it twice."""
+
+    PENDING, SENT, FAILED, SKIPPED = "pending", "sent", "failed", "skipped"
+    STATES = [(PENDING, "pending"), (SENT, "sent"), (FAILED, "failed"), (SKIPPED, "skipped")]
+
+    jobid = models.CharField(max_length=32, unique=True)
+    user = models.CharField(max_length=64)
+    recipient = models.CharField(max_length=254)
+    # mailprog, poller or command: the poller's "warnings only" setting spares the others.
+    trigger = models.CharField(max_length=16)
+    state = models.CharField(max_length=16, choices=STATES, default=PENDING)
+    attempts = models.PositiveIntegerField(default=0)  # failed tries, not waits for the job
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim = models.CharField(max_length=32, blank=True)
+    last_error = models.CharField(max_length=300, blank=True)  # one line, never a secret
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "next_attempt_at"], name="mail_due")]
+
+    def __str__(self) -> str:
+        return f"email of job {self.jobid} ({self.state})"
+
+
+class UsageMailCursor(models.Model):
+    """Where the end-of-job poller stopped: the time of its last complete run."""
+
+    name = models.CharField(max_length=32, unique=True)
+    last_run = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.last_run:%Y-%m-%d %H:%M:%S}"
