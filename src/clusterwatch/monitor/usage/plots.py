@@ -40,6 +40,9 @@ DPI = 100
 GAP_STEPS = 1.5  # a jump of more than this many steps between points is a gap, not a line
 MARKERS_BELOW = 20  # points: fewer than this, and each point is marked (one point is a dot)
 LEGEND_MAX = 8  # curves: more, and the legend would cover the plot
+# Beyond this, matplotlib's tick arithmetic overflows (1.7e308 fails the image); no job
+# has that much of anything, so such a value is a broken counter, left out and said so.
+SHOWN_MAX = 1e200
 
 NO_SERIES = "the exporter's series of this job are not available"
 
@@ -59,6 +62,20 @@ def plot_figure(document: UsageDocument, series: Optional[JobSeries], metric: st
     if not curves:
         return placeholder_figure(title, _not_measured(chosen, series))
     return _draw(document, series, chosen, curves, title)
+
+
+def measured_figures(document: UsageDocument, series: JobSeries) -> list[Figure]:
+    """The plot of every metric with something to draw, in METRICS order (none for a job
+    with too few scrapes): what the PDF shows."""
+    if not document["measured"]:
+        return []
+    found = []
+    for metric in METRICS.values():
+        curves = metric_curves(metric, series)
+        if curves:
+            title = f"{metric.title} of job {document['jobid']}"
+            found.append(_draw(document, series, metric, curves, title))
+    return found
 
 
 def pie_figure(document: UsageDocument) -> Figure:
@@ -124,13 +141,20 @@ def _draw(document: UsageDocument, series: JobSeries, metric: PlotMetric,
     figure = _figure(PLOT_SIZE_IN)
     # The legend sits right of the axes, where it can never hide a curve.
     axes = figure.add_axes((0.08, 0.14, 0.63, 0.76))
+    left_out = 0
     for curve in curves:
         x, y = _arrays(curve, start, series.step, when, scale)
+        huge = np.abs(y) > SHOWN_MAX
+        left_out += int(np.count_nonzero(huge))
+        y[huge] = np.nan
         few = np.count_nonzero(np.isfinite(y)) < MARKERS_BELOW
         axes.plot(x, y, label=_plain(curve.label), linewidth=1.2,
                   marker="o" if few else None, markersize=3)
     if reference is not None:
         _draw_reference(axes, reference, span, when, scale)
+    if left_out:
+        figure.text(0.08, 0.02, f"{left_out} values above {SHOWN_MAX:.0e} {scale.unit} left "
+                    "out: a counter that broke, not a measurement", fontsize=7)
     axes.set_xlim(0, max(span * when.factor, 1e-9))
     if _lowest(curves) >= 0:
         axes.set_ylim(bottom=0)  # an amount starts at none, not at the smallest value seen
