@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from clusterwatch.monitor.usage import api_views, index_view
+from clusterwatch.monitor.usage import api_views, index_view, page_views
 
 urlpatterns = [
     path("", index_view.index, name="usage-index"),
     path("api/v1/users/<str:username>", api_views.user_usage, name="usage-api-user"),
     path("api/v1/jobs/<str:jobid>/usage", api_views.job_usage, name="usage-api-job"),
+    path("usage/jobs/<str:jobid>/", page_views.job_page, name="usage-job"),
+    path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
+    path("usage/staff/", page_views.staff_page, name="usage-staff"),
 ]
