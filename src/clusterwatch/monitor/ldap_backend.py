@@ -50,6 +50,12 @@ class DirectoryBackend(LDAPBackend):
             raise ldap_user.AuthenticationFailed("a local account has this name")
         return user, False
 
+    def get_user(self, user_id: Any) -> Any:
+        """The session's user, None once the admin deactivated them: ModelBackend's rule,
+        which django-auth-ldap leaves out, so that unticking Active logs them out now."""
+        user = super().get_user(user_id)
+        return user if user is not None and user.is_active else None
+
     def _directory_name(self, ldap_user: Any) -> Optional[str]:
         attrs = ldap_user.attrs or {}
         values = attrs.get(self.settings.USERNAME_ATTR) or attrs.get(
