@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from clusterwatch.monitor import prefixed_settings
 from clusterwatch.monitor.database_url import read_password_file
 
 PREFIX = "CLUSTERWATCH_LDAP_"
@@ -47,21 +48,12 @@ KNOWN = frozenset(PREFIX + name for name in (
 _ATTRIBUTE = re.compile(r"[A-Za-z][A-Za-z0-9-]*\Z")
 _URI = re.compile(r"(?i:ldaps?)://(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])"  # host or [IPv6]
                   r"(?::(?P<port>[0-9]{1,5}))?/?\Z")
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     """AUTHENTICATION_BACKENDS, and with CLUSTERWATCH_LDAP_URI the AUTH_LDAP_* settings."""
-    values = {name: value.strip() for name, value in environ.items()
-              if name.startswith(PREFIX) and value.strip()}
-    if PREFIX + "BIND_PASSWORD" in values:
-        raise ValueError(f"{PREFIX}BIND_PASSWORD is not read: the environment is no place for a "
-                         f"password; put it in a mode-600 file named by {PREFIX}"
-                         f"BIND_PASSWORD_FILE (or the systemd credential {CREDENTIAL})")
-    for name in sorted(values):
-        if name not in KNOWN:  # a typo must not silently drop, say, the staff group
-            raise ValueError(f"{name} is not a setting; the LDAP ones are "
-                             f"{', '.join(sorted(KNOWN))}")
+    values = prefixed_settings.family(environ, PREFIX, KNOWN, password=PREFIX + "BIND_PASSWORD",
+                                      credential=CREDENTIAL, topic="LDAP")
     if PREFIX + "URI" not in values:
         if values:
             raise ValueError(f"{min(values)} is set but {PREFIX}URI is not: set the server's "
@@ -78,7 +70,7 @@ def _ldap_settings(values: Mapping[str, str], credentials: str) -> dict[str, Any
         raise ValueError(f"{PREFIX}URI is set but python-ldap or django-auth-ldap is not "
                          "installed: pip install 'clusterwatch[monitor]'") from None
     uris = _uris(values[PREFIX + "URI"])
-    start_tls = _flag(values, "START_TLS")
+    start_tls = prefixed_settings.flag(values, PREFIX + "START_TLS")
     if start_tls and any(uri.startswith("ldaps:") for uri in uris):
         raise ValueError(f"{PREFIX}START_TLS is for ldap:// URIs; ldaps:// is TLS already")
     timeout = _timeout(values.get(PREFIX + "TIMEOUT_S"))
@@ -114,14 +106,6 @@ def _uris(text: str) -> list[str]:
             raise ValueError(f"{PREFIX}URI must be ldap://host[:port] or ldaps://host[:port] "
                              f"(several: separated by spaces), not {uri!r}")
     return uris
-
-
-def _flag(values: Mapping[str, str], suffix: str) -> bool:
-    value = values.get(PREFIX + suffix, "").lower()
-    if value and value not in _TRUE + _FALSE:
-        raise ValueError(f"{PREFIX}{suffix} must be one of {', '.join(_TRUE + _FALSE)}, "
-                         f"not {value!r}")
-    return value in _TRUE
 
 
 def _timeout(text: Optional[str]) -> float:

@@ -1,0 +1,45 @@
+"""One family of settings, CLUSTERWATCH_<FAMILY>_*, read as a whole from the environment.
+
+A family (the LDAP login's CLUSTERWATCH_LDAP_*, the usage email's CLUSTERWATCH_EMAIL_*) is
+validated together: a variable the family does not know is an error, since a typo would
+otherwise drop a setting silently (the staff group, TLS), and a variable meant to hold the
+family's password is refused outright, because the environment of every process is no place
+for one. Messages are one line, start with the variable's name and never hold its value
+when that could be a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off")
+
+
+def family(environ: Mapping[str, str], prefix: str, known: Collection[str], *,
+           password: str, credential: str, topic: str) -> dict[str, str]:
+    """The family's non-empty values, stripped, by full variable name.
+
+    `password`: the variable that must never be set (its value is never repeated); the
+    message points at `password`_FILE and the systemd credential `credential`. `topic`
+    names the family in the message about an unknown variable ("the LDAP ones are ...").
+    """
+    values = {name: value.strip() for name, value in environ.items()
+              if name.startswith(prefix) and value.strip()}
+    if password in values:
+        raise ValueError(f"{password} is not read: the environment is no place for a "
+                         f"password; put it in a mode-600 file named by {password}_FILE "
+                         f"(or the systemd credential {credential})")
+    for name in sorted(values):
+        if name not in known:
+            raise ValueError(f"{name} is not a setting; the {topic} ones are "
+                             f"{', '.join(sorted(known))}")
+    return values
+
+
+def flag(values: Mapping[str, str], name: str) -> bool:
+    """`name`'s value as a flag: 1/true/yes/on or 0/false/no/off; absent is off."""
+    text = values.get(name, "").lower()
+    if text and text not in TRUE + FALSE:
+        raise ValueError(f"{name} must be one of {', '.join(TRUE + FALSE)}, not {text[:40]!r}")
+    return text in TRUE
