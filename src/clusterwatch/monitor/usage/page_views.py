@@ -11,6 +11,7 @@ accounting or Prometheus fails. Anonymous visitors go to the login page.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Callable, TypeVar, cast
 
@@ -36,52 +37,62 @@ from clusterwatch.monitor.usage.user_view import user_view
 NO_SUCH_USER = "no user with this name whose jobs you may see"
 NO_SUCH_PAGE = "no such page"
 TITLES = {400: "Not a valid request", 404: "Not found", 503: "Not available right now"}
-# What the reader can do about each answer.
-NEXT_STEP = {
+# What the reader can do about each answer, by page.
+SOURCES_DOWN = ("This is a problem of the monitor's sources, not of your job: try again in a "
+                "few minutes, and tell the cluster's staff if it lasts.")
+JOB_HINTS = {
     400: "Check the address: a job id is a number such as 4242, 4242_7 (an array task) or "
          "4242+1 (a heterogeneous job's part).",
-    404: "Check the job id or user name. You see your own jobs; staff see every job.",
-    503: "This is a problem of the monitor's sources, not of your job: try again in a few "
-         "minutes, and tell the cluster's staff if it lasts.",
+    404: "Check the job id. You see your own jobs; staff see every job.",
+    503: SOURCES_DOWN,
+}
+LIST_HINTS = {
+    400: "Check the address, or choose the filter again with the page's form.",
+    404: "Check the user name. You see your own jobs; staff see everyone's.",
+    503: SOURCES_DOWN,
 }
 
 View = Callable[..., HttpResponse]
 Query = TypeVar("Query")
 
 
-def usage_page(body: View) -> View:
+def usage_page(hints: Mapping[int, str]) -> Callable[[View], View]:
     """A page: 404 when the usage reports are off, the login page for anonymous visitors,
-    GET and HEAD only, and its Refusals shown as pages with their status."""
+    GET and HEAD only, and its Refusals shown as pages with their status and `hints`."""
 
-    @functools.wraps(body)
-    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not usage_enabled():
-            return problem(request, Refusal(404, "the usage reports are off on this monitor"))
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        try:
-            return body(request, *args, **kwargs)
-        except Refusal as refusal:
-            return problem(request, refusal)
+    def page(body: View) -> View:
+        @functools.wraps(body)
+        def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not usage_enabled():
+                return problem(request, Refusal(404, "the usage reports are off on this "
+                                                     "monitor"), "")
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            try:
+                return body(request, *args, **kwargs)
+            except Refusal as refusal:
+                return problem(request, refusal, hints.get(refusal.status, ""))
 
-    return cast(View, require_safe(view))
+        return cast(View, require_safe(view))
+
+    return page
 
 
-def problem(request: HttpRequest, refusal: Refusal) -> HttpResponse:
+def problem(request: HttpRequest, refusal: Refusal, next_step: str) -> HttpResponse:
     return render(request, "usage/problem.html", {
         "title": TITLES.get(refusal.status, "Not available"), "message": refusal.message,
-        "next_step": NEXT_STEP.get(refusal.status, ""), "status": refusal.status,
+        "next_step": next_step, "status": refusal.status,
     }, status=refusal.status)
 
 
-@usage_page
+@usage_page(JOB_HINTS)
 def job_page(request: HttpRequest, jobid: str) -> HttpResponse:
     """/usage/jobs/<jobid>/: what the job asked for and used, the advice and the plots."""
     report = fetch_report(request, jobid, with_series=True)
     return render(request, "usage/job.html", {"job": job_view(report)})
 
 
-@usage_page
+@usage_page(LIST_HINTS)
 def user_page(request: HttpRequest, username: str) -> HttpResponse:
     """/usage/users/<username>/?days=N|since=&until=&state=&sort=&order=&page=."""
     if not USERNAME_RE.fullmatch(username):
@@ -97,7 +108,7 @@ def user_page(request: HttpRequest, username: str) -> HttpResponse:
         "view": user_view(username, documents, query, PAGE_SIZE)})
 
 
-@usage_page
+@usage_page(LIST_HINTS)
 def staff_page(request: HttpRequest) -> HttpResponse:
     """/usage/staff/?days=N&sort=cpu_efficiency|memory_efficiency&warning=CODE (staff only)."""
     if not request.user.is_staff:
