@@ -20,6 +20,7 @@ CLUSTERWATCH_BEHIND_TLS_PROXY  1/true behind a TLS-terminating proxy that sets
                                X-Forwarded-Proto: secure cookies, https from that header
 CLUSTERWATCH_PROMETHEUS_URL    turns the usage reports on (the rest of their settings:
                                clusterwatch.monitor.usage.config, docs/usage.md)
+CLUSTERWATCH_EMAIL_*           the end-of-job email (clusterwatch.monitor.usage.mail_settings)
 
 A malformed value raises ValueError with a message that starts with the variable's name
 (`clusterwatch monitor` turns it into a configuration error, exit 78) and holds no secret.
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from clusterwatch.monitor import database_url, ldap_settings
+from clusterwatch.monitor.usage import mail_settings
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -202,6 +204,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Local accounts, and site accounts through LDAP when CLUSTERWATCH_LDAP_URI is set
 # (AUTHENTICATION_BACKENDS and AUTH_LDAP_*; ldap_settings.py says which variables).
 globals().update(ldap_settings.from_environ(os.environ))
+# The end-of-job email: Django's EMAIL_* and USAGE_MAIL from CLUSTERWATCH_EMAIL_*.
+globals().update(mail_settings.from_environ(os.environ))
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/hosts/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"

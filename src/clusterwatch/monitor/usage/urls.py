@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from clusterwatch.monitor.usage import api_views, index_view, page_views
+from clusterwatch.monitor.usage import api_views, index_view, mail_view, page_views
 
 urlpatterns = [
     path("", index_view.index, name="usage-index"),
@@ -19,4 +19,5 @@ urlpatterns = [
     path("usage/jobs/<str:jobid>/", page_views.job_page, name="usage-job"),
     path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
     path("usage/staff/", page_views.staff_page, name="usage-staff"),
+    path("mail/<str:jobid>", mail_view.mail_page, name="usage-mail"),
 ]
