@@ -13,6 +13,10 @@ cpuset, memory and freezer. Needs root and cgroup v1 (`check_prerequisites` says
 
 Several clusters may run on one machine at once (two test runs): each gets its own ports,
 node name (so its own `slurm_<node>` directories) and range of job IDs.
+
+`accounting=True` adds a private MariaDB and slurmdbd (loopback/slurmdbd.py: `sacct` then
+knows the jobs; `cluster.accounting` registers users and waits for job records). Without it
+(the default, for the exporter's tests) there is no accounting at all.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from clusterwatch.loopback.slurm_config import (  # re-exported: the tests confi
     slurm_conf,
     v1_controllers,
 )
+from clusterwatch.loopback.slurmdbd import SlurmAccounting, check_accounting_binaries
 
 DEFAULT_JOB_USER = "cwjobtest"
 DEFAULT_CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -58,7 +63,8 @@ TERMINAL_STATES = frozenset({
 _DEBIAN_PACKAGES = {
     "munged": "munge", "slurmctld": "slurmctld", "slurmd": "slurmd", "sbatch": "slurm-client",
     "srun": "slurm-client", "squeue": "slurm-client", "scontrol": "slurm-client",
-    "scancel": "slurm-client", "sinfo": "slurm-client",
+    "scancel": "slurm-client", "sinfo": "slurm-client", "sacct": "slurm-client",
+    "sacctmgr": "slurm-client",
 }
 _SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")  # not on every user's PATH
 # Jobs see only this environment (plus SLURM_*): nothing of the test runner's leaks in.
@@ -129,6 +135,7 @@ class SlurmCluster:
         jobs_per_core: int = 4,
         startup_timeout: float = STARTUP_TIMEOUT,
         keep_workdir: bool = False,
+        accounting: bool = False,
     ) -> None:
         self.job_user = job_user
         self.cluster_name = cluster_name
@@ -147,6 +154,8 @@ class SlurmCluster:
         self._daemons: dict[str, subprocess.Popen[bytes]] = {}
         self._scripts = 0
         self._started = False
+        self._with_accounting = accounting
+        self._accounting: Optional[SlurmAccounting] = None
 
     # --- public API ---------------------------------------------------------------------
 
@@ -161,9 +170,18 @@ class SlurmCluster:
     def running(self) -> bool:
         return self._started
 
+    @property
+    def accounting(self) -> SlurmAccounting:
+        """MariaDB and slurmdbd of a cluster started with `accounting=True`."""
+        if self._accounting is None:
+            raise RuntimeError("this cluster runs without accounting (accounting=True adds it)")
+        return self._accounting
+
     def start(self) -> None:
         check_prerequisites(self.cgroup_root)
         user = ensure_user(self.job_user)
+        if self._with_accounting:
+            check_accounting_binaries(find_binary)
         self.workdir = Path(tempfile.mkdtemp(prefix="cw-slurm-", dir=self._parent_dir))
         with _live_lock:
             _live.add(self)
@@ -171,6 +189,12 @@ class SlurmCluster:
         try:
             self._prepare(user)
             self._start_munged()
+            if self._with_accounting:
+                self._accounting = SlurmAccounting(
+                    self.workdir, self.env, self.cluster_name, find=find_binary,
+                    ensure_user=ensure_user, startup_timeout=self.startup_timeout)
+                # sacctmgr finds slurmdbd through slurm.conf: written for each port tried.
+                self._accounting.start(user, self._write_config)
             for attempt in range(1, PORT_ATTEMPTS + 1):
                 self._write_config()
                 try:
@@ -195,7 +219,10 @@ class SlurmCluster:
         try:
             if self._alive("slurmctld"):
                 self._cancel_all()
-            self._stop_daemons(("slurmd", "slurmctld", "munged"))
+            self._stop_daemons(("slurmd", "slurmctld"))
+            if self._accounting is not None:  # after slurmctld, which reports to it
+                self._accounting.stop()
+            self._stop_daemons(("munged",))
             self._remove_job_cgroups()
         finally:
             with _live_lock:
@@ -326,6 +353,8 @@ class SlurmCluster:
         parts = []
         for name in ("munged", "slurmctld", "slurmd"):
             parts.append(f"--- {name} ---\n{_tail(self.workdir / 'log' / f'{name}.out', lines)}")
+        if self._accounting is not None:
+            parts.append(self._accounting.log_tail(lines))
         return "\n".join(parts)
 
     # --- start ---------------------------------------------------------------------------
@@ -368,7 +397,8 @@ class SlurmCluster:
             # Job IDs no other cluster on this machine uses: a test that reads every job
             # cgroup of the machine cannot mistake another run's job for its own.
             first_job_id=100_000 + (os.getpid() % 500_000) * 100,
-            jobs_per_core=self.jobs_per_core)
+            jobs_per_core=self.jobs_per_core,
+            accounting_port=self._accounting.port if self._accounting else None)
         files = {"slurm.conf": slurm_conf(settings), "cgroup.conf": cgroup_conf(settings),
                  "plugstack.conf": ""}
         for name, text in files.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 # The v1 controllers Slurm's task/cgroup and jobacct_gather/cgroup use, and the exporter reads.
 V1_CONTROLLERS = ("cpuacct", "cpuset", "memory", "freezer")
@@ -25,6 +26,7 @@ class ClusterSettings:
     hardware: str  # "CPUs=2 Boards=1 ... RealMemory=22899", as slurmd -C reports
     first_job_id: int
     jobs_per_core: int
+    accounting_port: Optional[int] = None  # slurmdbd's port (loopback/slurmdbd.py); None: none
 
 
 def slurm_conf(s: ClusterSettings) -> str:
@@ -57,8 +59,7 @@ TaskPlugin=task/cgroup
 # Also gives each job a cpuacct cgroup (without it: cpuset, memory and freezer only).
 JobAcctGatherType=jobacct_gather/cgroup
 JobAcctGatherFrequency=task=5
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+{_accounting(s)}JobCompType=jobcomp/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill
@@ -72,6 +73,21 @@ NodeName={s.node_name} NodeAddr=127.0.0.1 NodeHostname=localhost {s.hardware} St
 # FORCE:n lets n jobs share a core, so a 2-core machine runs several one-core test jobs.
 PartitionName={s.partition} Nodes={s.node_name} Default=YES MaxTime=INFINITE \
 OverSubscribe=FORCE:{s.jobs_per_core} State=UP
+"""
+
+
+def _accounting(s: ClusterSettings) -> str:
+    if s.accounting_port is None:
+        return "AccountingStorageType=accounting_storage/none\n"
+    return f"""\
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort={s.accounting_port}
+# The munge socket for talking to slurmdbd: AuthInfo's is not used for it (clients would
+# try the system's /run/munge socket).
+AccountingStoragePass={s.workdir / 'munge' / 'munge.socket'}
+# Registers gres/gpu as a TRES even without GPUs: the view's GPU column has an id to name.
+AccountingStorageTRES=gres/gpu
 """
 
 
