@@ -38,7 +38,9 @@ def copy_of(jobid: str, new_id: str, **changes: Any) -> KeptSummary:
     columns = {field: getattr(kept, field) for field in (
         "user", "account", "state", "start", "end", "cpu_efficiency", "memory_efficiency",
         "warning_codes")}
-    return KeptSummary.objects.create(jobid=new_id, document=document, **{**columns, **changes})
+    copy: KeptSummary = KeptSummary.objects.create(jobid=new_id, document=document,
+                                                   **{**columns, **changes})
+    return copy
 
 
 def test_it_lists_the_least_cpu_efficient_jobs_first_with_user_links(
