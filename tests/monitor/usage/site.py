@@ -128,6 +128,10 @@ def usage_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Usag
         site = UsageSite(tmp_path, prometheus)
         for name, value in environment(site).items():
             monkeypatch.setenv(name, value)
+        # A data directory of its own: the render cache lives there.
+        from django.conf import settings
+
+        monkeypatch.setattr(settings, "DATA_DIR", tmp_path / "data")
         get_config.cache_clear()
         yield site
     get_config.cache_clear()

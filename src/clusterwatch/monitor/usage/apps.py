@@ -11,3 +11,13 @@ class UsageConfig(AppConfig):
     label = "usage"
     verbose_name = "clusterwatch usage reports"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from pathlib import Path
+
+        from django.conf import settings
+
+        from clusterwatch.monitor.usage.matplotlib_dir import use_matplotlib_dir
+
+        # Before the views import matplotlib: its font list in the monitor's own directory.
+        use_matplotlib_dir(Path(settings.DATA_DIR) / "matplotlib")

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from clusterwatch.monitor.usage import api_views, index_view, mail_view, page_views
+from clusterwatch.monitor.usage import (
+    api_views,
+    index_view,
+    mail_view,
+    page_views,
+    render_views,
+)
 
 urlpatterns = [
     path("", index_view.index, name="usage-index"),
@@ -20,4 +26,7 @@ urlpatterns = [
     path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
     path("usage/staff/", page_views.staff_page, name="usage-staff"),
     path("mail/<str:jobid>", mail_view.mail_page, name="usage-mail"),
+    path("pdf/<str:jobid>", render_views.pdf, name="usage-pdf"),
+    path("pie/<str:jobid>/", render_views.pie, name="usage-pie"),
+    path("plot/<str:jobid>/<str:metric>", render_views.plot, name="usage-plot"),
 ]

@@ -1,0 +1,75 @@
+"""The original's image and document endpoints: `/pdf/<jobid>`, `/pie/<jobid>/`,
+`/plot/<jobid>/<metric>` (PNG; our metric names and the original's).
+
+A browser without a session is sent to the login page (a researcher opens the PDF from the
+email); a script sends its token. A refusal is a short text/plain answer with its status
+(400 malformed job id or metric name, 403 a bad token, 404 unknown or not yours alike,
+503 a source down), never a 500. Ended jobs' drawings come from the render cache.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, cast
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_safe
+
+from clusterwatch.monitor.usage import rendered
+from clusterwatch.monitor.usage.answers import Refusal, fetch_report
+from clusterwatch.monitor.usage.config import get_config, usage_enabled
+from clusterwatch.monitor.usage.plot_metrics import UnknownMetric, resolve_metric
+from clusterwatch.monitor.usage.render_cache import RenderCache
+
+View = Callable[..., HttpResponse]
+
+
+def drawing(body: View) -> View:
+    @functools.wraps(body)
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not usage_enabled():
+            return _text(404, "the usage reports are off on this monitor")
+        if not request.user.is_authenticated and "Authorization" not in request.headers:
+            return redirect_to_login(request.get_full_path())
+        try:
+            return body(request, *args, **kwargs)
+        except Refusal as refusal:
+            return _text(refusal.status, refusal.message)
+
+    return cast(View, require_safe(view))
+
+
+@drawing
+def pdf(request: HttpRequest, jobid: str) -> HttpResponse:
+    report = fetch_report(request, jobid, with_series=True)
+    body = rendered.report_pdf(_cache(), report.document, report.series, report.series_note)
+    answer = HttpResponse(body, content_type="application/pdf")
+    answer["Content-Disposition"] = f'inline; filename="job-{report.document["jobid"]}-usage.pdf"'
+    return answer
+
+
+@drawing
+def pie(request: HttpRequest, jobid: str) -> HttpResponse:
+    report = fetch_report(request, jobid, with_series=False)
+    return HttpResponse(rendered.pie_png(_cache(), report.document), content_type="image/png")
+
+
+@drawing
+def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
+    try:
+        resolve_metric(metric)  # a bad name is refused before any source is asked
+    except UnknownMetric as exc:
+        raise Refusal(400, str(exc)) from None
+    report = fetch_report(request, jobid, with_series=True)
+    body = rendered.plot_png(_cache(), report.document, report.series, metric,
+                             report.series_note)
+    return HttpResponse(body, content_type="image/png")
+
+
+def _cache() -> RenderCache:
+    return RenderCache(get_config().cache_dir)
+
+
+def _text(status: int, message: str) -> HttpResponse:
+    return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
