@@ -32,7 +32,7 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from clusterwatch.loopback.mariadb import (
     MariaDB,
@@ -144,19 +144,20 @@ class SlurmAccounting:
                                f"{done.stderr.strip() or done.stdout.strip()}")
         return done.stdout
 
-    def sacct_line(self, jobid: int) -> Optional[dict[str, str]]:
+    def sacct_line(self, jobid: Union[int, str]) -> Optional[dict[str, str]]:
         """The job's allocation line as sacct shows it now (SACCT_FIELDS)."""
         done = subprocess.run(
             [self.sacct_program, "-n", "-P", "-X", f"--format={SACCT_FIELDS}", "-j", str(jobid)],
             capture_output=True, text=True, timeout=30, check=False)
         for line in done.stdout.splitlines():
             values = dict(zip(SACCT_FIELDS.split(","), line.split("|")))
-            if values.get("JobID") in (str(jobid),) or values.get("JobID", "").startswith(
+            # An array's id lists its tasks (`123_1`, `123_2`): the first is the job's line.
+            if values.get("JobID") == str(jobid) or values.get("JobID", "").startswith(
                     f"{jobid}_"):
                 return values
         return None
 
-    def wait_accounted(self, jobid: int, *, ended: bool = True,
+    def wait_accounted(self, jobid: Union[int, str], *, ended: bool = True,
                        timeout: float = 30.0) -> dict[str, str]:
         """The job's sacct line once slurmdbd has it whole (with `ended`: its end too).
 
