@@ -93,14 +93,13 @@ def job_row(d: UsageDocument) -> JobRow:
 
 def sort_documents(documents: Sequence[UsageDocument], key: str,
                    order: str) -> list[UsageDocument]:
-    """Sorted by column `key`; unmeasured figures last in either order; ties newest first."""
+    """Sorted by column `key`; unmeasured figures last in either order; ties keep the order
+    they came in (user_jobs: newest first), as Python's sort is stable, reversed or not."""
     value = BY_KEY[key].value
     measured = [(value(d), d) for d in documents]
-    missing = [d for v, d in measured if v is None]
-    present = [(v, d) for v, d in measured if v is not None]
-    present.sort(key=lambda pair: jobid_order(pair[1]["jobid"]), reverse=True)
-    present.sort(key=lambda pair: pair[0], reverse=(order == "desc"))  # stable: ties kept
-    return [d for _, d in present] + missing
+    present = [pair for pair in measured if pair[0] is not None]
+    present.sort(key=lambda pair: pair[0], reverse=(order == "desc"))
+    return [d for _, d in present] + [d for v, d in measured if v is None]
 
 
 def in_window(documents: Sequence[UsageDocument], states: Collection[str],

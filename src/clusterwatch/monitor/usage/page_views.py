@@ -29,6 +29,7 @@ from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
 from clusterwatch.monitor.usage.job_view import job_view
 from clusterwatch.monitor.usage.list_params import BadParameter, Params, staff_query, user_query
+from clusterwatch.monitor.usage.row_markup import user_rows
 from clusterwatch.monitor.usage.rules import CODES
 from clusterwatch.monitor.usage.staff_rows import STAFF_ROWS, least_efficient
 from clusterwatch.monitor.usage.user_jobs import user_jobs
@@ -104,8 +105,8 @@ def user_page(request: HttpRequest, username: str) -> HttpResponse:
         documents = user_jobs(username, query.since)
     except AccountingError as exc:
         raise accounting_refusal(exc) from None
-    return render(request, "usage/user.html", {
-        "view": user_view(username, documents, query, PAGE_SIZE)})
+    view = user_view(username, documents, query, PAGE_SIZE)
+    return render(request, "usage/user.html", {"view": view, "rows": user_rows(view.rows)})
 
 
 @usage_page(LIST_HINTS)

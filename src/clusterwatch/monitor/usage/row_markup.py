@@ -1,0 +1,35 @@
+"""The user page's table rows as markup, built in Python with the templates' own escaping.
+
+A page of 100 jobs has some 1,500 cells: Django's template loop over them took a quarter of
+the page's time, this takes a tenth of that. Every value passes through `html.escape`
+(what Django's autoescape calls); the markup around it is constant, so the whole is
+marked safe once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from urllib.parse import quote
+
+from django.utils.safestring import SafeString
+
+from clusterwatch.monitor.usage.job_rows import JobRow
+
+
+def user_rows(rows: Sequence[JobRow]) -> SafeString:
+    return SafeString("\n".join(_row(row) for row in rows))
+
+
+def _row(row: JobRow) -> str:
+    jobid = escape(row.jobid)
+    state = escape(row.state)
+    if row.running:
+        state = f'<span class="badge ok">{state}</span>'
+    cells = "".join(f'<td class="num nowrap">{escape(cell)}</td>' for cell in row.cells)
+    badges = "".join(f'<span class="badge warn" title="{escape(code)}">{escape(title)}</span> '
+                     for code, title in row.warnings)
+    return (f'<tr><td class="nowrap"><a href="/usage/jobs/{quote(row.jobid, safe="_+")}/">'
+            f"{jobid}</a></td><td>{escape(row.name)}</td>"
+            f"<td>{state}</td>"
+            f'<td class="nowrap">{escape(row.start)}</td>{cells}<td>{badges}</td></tr>')
