@@ -207,7 +207,8 @@ globals().update(ldap_settings.from_environ(os.environ))
 # The end-of-job email: Django's EMAIL_* and USAGE_MAIL from CLUSTERWATCH_EMAIL_*.
 globals().update(mail_settings.from_environ(os.environ))
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/hosts/"
+# The root: the usage reports' index when they are on, else the hosts page.
+LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 LANGUAGE_CODE = "en-us"
