@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,19 +15,14 @@ import pytest
 
 from clusterwatch.monitor.ingest.validation import schema_problem
 from clusterwatch.monitor.record.index import pushes_in, queues_in
+from tests.benchmark_module import load_benchmark
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_monitor.py"
 AT = dt.datetime(2026, 11, 29, 13, 30, tzinfo=dt.timezone.utc)
 
 
 def _bench() -> Any:
-    if "bench_monitor" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_monitor", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_monitor"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench_monitor"]
+    return load_benchmark("bench_monitor")
 
 
 def test_it_lays_out_one_queue_for_everyone_and_the_rest_for_one_or_two() -> None:

@@ -3,7 +3,6 @@ real one, and a tiny run goes end to end, so the benchmark cannot rot unnoticed.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,18 +12,13 @@ from typing import Any
 import pytest
 
 from clusterwatch.monitor.usage.series import SPECS, choose_step
+from tests.benchmark_module import load_benchmark
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_usage_render.py"
 
 
 def _bench() -> Any:
-    if "bench_usage_render" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_usage_render", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_usage_render"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench_usage_render"]
+    return load_benchmark("bench_usage_render")
 
 
 def test_the_synthetic_job_has_every_series_at_every_scrape() -> None:
