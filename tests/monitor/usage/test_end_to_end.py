@@ -1,0 +1,206 @@
+"""The usage reports end to end on real components: Slurm with slurmdbd and MariaDB, the job
+exporter on the machine's cgroups, Prometheus scraping it, the monitor under gunicorn, and an
+SMTP server (end_to_end_stack.py).
+
+Three jobs (end_to_end_jobs.py): one keeps one of its two CPUs busy, one asks for 8 GiB and
+holds 200 MiB, one uses what it asked for. After they end, the API and the pages must report
+what each job measured of itself (CPU within 2 percentage points, memory within the few MiB
+of the interpreter that the exporter's anonymous memory leaves out), warn each for what it
+did wrong and the well-behaved one not at all, and the email poller must mail the two warned
+jobs, once, with the PDF attached.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterwatch.loopback.monitor_client import Session, get
+from clusterwatch.monitor.usage.rules import CODES
+from clusterwatch.monitor.usage.summary_rows import percent
+from tests.components import need_binary
+from tests.monitor.usage.end_to_end_jobs import MiB
+from tests.monitor.usage.end_to_end_stack import (
+    MAIL_DOMAIN,
+    USER,
+    Stack,
+    require_components,
+    running_stack,
+)
+
+pytestmark = pytest.mark.integration
+
+CPU_TOLERANCE = 0.02  # of the allocated CPU time: the exporter reads the same cgroup counter
+# getrusage's peak RSS also counts the interpreter's mapped files, which the exporter's
+# anonymous memory (what the job needs) leaves out: about 6 MiB for python3.
+MEMORY_TOLERANCE = 16 * MiB
+GIVEN_CPU_MIN = 0.85  # of its CPU a busy job must have been given for "well-behaved" to hold
+
+IMAGE = re.compile(r'<img src="([^"]+)"')
+
+Documents = dict[str, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    require_components()
+    with running_stack(tmp_path_factory.mktemp("end-to-end")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def documents(stack: Stack) -> Documents:
+    """Each job's document from /api/v1/jobs/<id>/usage, asked with the user's API token."""
+    found: Documents = {}
+    for job in stack.jobs:
+        status, body = get(f"{stack.server.url}/api/v1/jobs/{job.jobid}/usage",
+                           headers={"Authorization": f"Bearer {stack.token}"}, timeout=30)
+        assert status == 200, (status, body[:300], stack.server.log_tail())
+        found[job.plan.name] = json.loads(body)
+    return found
+
+
+def test_it_reports_each_jobs_cpu_efficiency_as_the_job_measured_it(
+        stack: Stack, documents: Documents) -> None:
+    for job in stack.jobs:
+        document = documents[job.plan.name]
+        assert (document["state"], document["measured"], document["cpu_source"]) == (
+            "COMPLETED", True, "exporter"), document
+        assert document["cpus_allocated"] == job.plan.cpus
+        assert isinstance(document["elapsed_s"], int) and isinstance(document["samples"], int)
+        assert 10 <= document["samples"] <= document["elapsed_s"] + 2
+        did = job.did.cpu_s / (document["elapsed_s"] * job.plan.cpus)
+        assert document["cpu_efficiency"] == pytest.approx(did, abs=CPU_TOLERANCE), job
+        if job.plan.name == "one_of_two":  # one of two CPUs busy, less the start and the tail
+            assert 0.4 <= did <= 0.5, (f"job {job.jobid} used {job.did.cpu_s:.1f} CPU seconds "
+                                       f"in {document['elapsed_s']} s")
+        else:  # the premise of the warnings test: the machine gave the job its CPU
+            assert did >= GIVEN_CPU_MIN, (f"the machine gave job {job.jobid} {job.did.cpu_s:.1f}"
+                                          f" CPU seconds in {document['elapsed_s']} s")
+
+
+def test_it_reports_each_jobs_memory_peak_as_the_job_held_it(
+        stack: Stack, documents: Documents) -> None:
+    for job in stack.jobs:
+        document = documents[job.plan.name]
+        assert document["memory_source"] == "exporter"
+        assert document["memory_requested_bytes"] == job.plan.requested_bytes
+        peak = document["memory_peak_bytes"]
+        assert isinstance(peak, int) and peak >= job.plan.hold_bytes, document
+        assert peak == pytest.approx(job.did.maxrss_bytes, abs=MEMORY_TOLERANCE), job
+        assert document["memory_efficiency"] == pytest.approx(
+            job.did.maxrss_bytes / job.plan.requested_bytes,
+            abs=MEMORY_TOLERANCE / job.plan.requested_bytes)
+
+
+def test_it_warns_each_job_for_what_it_did_and_the_well_behaved_one_not_at_all(
+        stack: Stack, documents: Documents) -> None:
+    for job in stack.jobs:
+        warnings = documents[job.plan.name]["warnings"]
+        assert isinstance(warnings, list)
+        assert {w["code"] for w in warnings} == job.plan.warnings, (job, warnings)
+        for warning in warnings:
+            assert warning["message"] and warning["advice"] and warning["figures"]
+    [over] = documents["big_request"]["warnings"]
+    assert over["figures"]["suggested_bytes"] == 1024**3  # 200 MiB + 20 %, in whole GiB
+
+
+def test_each_job_page_shows_what_the_api_reports(stack: Stack, documents: Documents) -> None:
+    session = logged_in(stack)
+    pages: dict[str, str] = {}
+    for job in stack.jobs:
+        document = documents[job.plan.name]
+        status, body = session.get(f"/usage/jobs/{job.jobid}/")
+        page = body.decode("utf-8")
+        assert status == 200, text_of(page)
+        assert f"Job {job.jobid}" in page
+        for key in ("cpu_efficiency", "memory_efficiency"):
+            shown = percent(document[key])
+            assert shown in page, (key, shown, text_of(page))
+        assert {code for code in CODES if code in page} == job.plan.warnings, text_of(page)
+        pages[job.plan.name] = page
+    # The well-behaved job's plots and pie, drawn from its real series.
+    images = IMAGE.findall(pages["well_behaved"])
+    assert len(images) >= 4, text_of(pages["well_behaved"])  # CPU, memory, ..., the pie
+    for source in images:
+        status, body = session.get(html.unescape(source), timeout=60)
+        assert (status, body[:8]) == (200, b"\x89PNG\r\n\x1a\n"), (source, body[:200])
+
+
+def test_the_user_page_and_list_show_every_job_with_its_warnings(
+        stack: Stack, documents: Documents) -> None:
+    session = logged_in(stack)
+    status, body = session.get(f"/usage/users/{USER}/")
+    page = body.decode("utf-8")
+    assert status == 200, text_of(page)
+    for job in stack.jobs:
+        rows = [r for r in page.split("<tr>") if f'href="/usage/jobs/{job.jobid}/"' in r]
+        assert len(rows) == 1, (job.jobid, text_of(page))
+        row = rows[0]
+        assert {code for code in CODES if f'title="{code}"' in row} == job.plan.warnings, row
+    status, body = session.get(f"/api/v1/users/{USER}")
+    listed = {d["jobid"]: d for d in json.loads(body)["jobs"]}
+    assert status == 200 and set(listed) == {job.jobid for job in stack.jobs}
+    for job in stack.jobs:  # each from its kept summary, the same as the job's own answer
+        assert listed[job.jobid] == documents[job.plan.name]
+
+
+def test_the_poller_mails_each_warned_job_once_with_its_pdf(
+        stack: Stack, documents: Documents, tmp_path: Path) -> None:
+    done = stack.console("usage_mail")
+    assert done.returncode == 0, done.stderr
+    warned = {job.jobid: job for job in stack.jobs if job.plan.warnings}
+    messages = stack.smtp.wait_for(len(warned), timeout=30)
+    assert len(messages) == len(warned), done.stderr
+    for message in messages:
+        job = next(j for j in warned.values() if j.jobid in str(message["Subject"]))
+        assert str(message["To"]) == f"{USER}@{MAIL_DOMAIN}"
+        text = part(message, "text/plain").get_content()
+        for warning in documents[job.plan.name]["warnings"]:
+            assert warning["message"] in " ".join(text.split())
+        assert part(message, "text/html").get_content().lstrip().startswith("<")
+        pdf = attachment(message)
+        assert pdf.get_filename() == f"job-{job.jobid}-usage.pdf"
+        content = pdf.get_content()
+        assert isinstance(content, bytes) and content.startswith(b"%PDF")
+        assert job.jobid in pdf_text(content, tmp_path / f"{job.jobid}.pdf")
+        del warned[job.jobid]
+    again = stack.console("usage_mail")  # sends before it exits: nothing more will come
+    assert again.returncode == 0, again.stderr
+    assert len(stack.smtp.messages) == len(messages), "a job was mailed twice"
+
+
+def logged_in(stack: Stack) -> Session:
+    session = Session(stack.server.url)
+    session.login(USER, stack.password)
+    return session
+
+
+def text_of(page: str) -> str:
+    """The words of a page, for a failure's message."""
+    return " ".join(re.sub(r"<[^>]*>", " ", page).split())[:2000]
+
+
+def part(message: EmailMessage, content_type: str) -> EmailMessage:
+    found = message.get_body(preferencelist=(content_type.split("/")[1],))
+    assert found is not None and found.get_content_type() == content_type, message
+    return found  # type: ignore[return-value]
+
+
+def attachment(message: EmailMessage) -> EmailMessage:
+    [found] = [p for p in message.iter_attachments() if p.get_content_type() == "application/pdf"]
+    return found
+
+
+def pdf_text(content: bytes, path: Path) -> str:
+    path.write_bytes(content)
+    return subprocess.run([need_binary("pdftotext"), str(path), "-"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
