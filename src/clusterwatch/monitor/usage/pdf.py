@@ -35,7 +35,7 @@ from reportlab.platypus import (
 from reportlab.platypus.flowables import Flowable
 
 from clusterwatch.monitor.usage.figures_text import figure_lines, moment_text, warning_title
-from clusterwatch.monitor.usage.plots import NO_SERIES, measured_figures, pie_figure
+from clusterwatch.monitor.usage.plots import measured_figures, pie_figure, unplotted
 from clusterwatch.monitor.usage.series import JobSeries
 from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.monitor.usage.summary_rows import memory_sentence, summary_rows
@@ -85,9 +85,10 @@ def _story(document: UsageDocument, series: Optional[JobSeries],
     story.append(Paragraph("CPU time: user vs system", _STYLES["Heading2"]))
     story.append(_Picture(pie_figure(document), WIDTH * 0.6))
     heading = Paragraph("Over the job's life", _STYLES["Heading2"])
-    figures = measured_figures(document, series) if series is not None else []
+    why = unplotted(document, series, series_note)
+    figures = measured_figures(document, series) if series is not None and why is None else []
     if not figures:
-        why = series_note or (NO_SERIES if series is None else "no metric was measured")
+        why = why or "no metric was measured"
         return [*story, heading, Paragraph(_text(f"No plots: {why}."), _STYLES["BodyText"])]
     images = [_Picture(figure, WIDTH) for figure in figures]
     # The heading stays with the first plot instead of ending a page alone.

@@ -51,30 +51,36 @@ def plot_figure(document: UsageDocument, series: Optional[JobSeries], metric: st
                 series_note: Optional[str] = None) -> Figure:
     """The plot of `metric` (ours or the original's name; UnknownMetric otherwise)."""
     chosen = METRICS[resolve_metric(metric)]
-    title = f"{chosen.title} of job {document['jobid']}"
-    if series is None:
-        return placeholder_figure(title, f"Not plotted: {series_note or NO_SERIES}")
-    if not document["measured"]:
-        return placeholder_figure(title, "Not plotted: " + (series_note or (
-            f"too few scrapes: the exporter saw this job {document['samples']} times, "
-            "too few for curves")))
+    why = unplotted(document, series, series_note)
+    if why is not None or series is None:
+        return placeholder_figure(_title(chosen, document), f"Not plotted: {why}")
     curves = metric_curves(chosen, series)
     if not curves:
-        return placeholder_figure(title, _not_measured(chosen, series))
-    return _draw(document, series, chosen, curves, title)
+        return placeholder_figure(_title(chosen, document), _not_measured(chosen, series))
+    return _draw(document, series, chosen, curves)
+
+
+def unplotted(document: UsageDocument, series: Optional[JobSeries],
+              series_note: Optional[str] = None) -> Optional[str]:
+    """Why no metric of this job is plotted (the report's note first), None when they are."""
+    if series is None:
+        return series_note or NO_SERIES
+    if not document["measured"]:
+        return series_note or (f"too few scrapes: the exporter saw this job "
+                               f"{document['samples']} times, too few for curves")
+    return None
 
 
 def measured_figures(document: UsageDocument, series: JobSeries) -> list[Figure]:
     """The plot of every metric with something to draw, in METRICS order (none for a job
     with too few scrapes): what the PDF shows."""
-    if not document["measured"]:
+    if unplotted(document, series) is not None:
         return []
     found = []
     for metric in METRICS.values():
         curves = metric_curves(metric, series)
         if curves:
-            title = f"{metric.title} of job {document['jobid']}"
-            found.append(_draw(document, series, metric, curves, title))
+            found.append(_draw(document, series, metric, curves))
     return found
 
 
@@ -132,7 +138,7 @@ def render_pie(document: UsageDocument, dpi: float = DPI) -> bytes:
 
 
 def _draw(document: UsageDocument, series: JobSeries, metric: PlotMetric,
-          curves: tuple[Curve, ...], title: str) -> Figure:
+          curves: tuple[Curve, ...]) -> Figure:
     start = _job_start(document, series)
     span = max(series.end - start, float(document["elapsed_s"]), 0.0)
     when = plot_units.elapsed(span)
@@ -161,7 +167,8 @@ def _draw(document: UsageDocument, series: JobSeries, metric: PlotMetric,
     axes.set_xlabel(f"time since the job started ({when.unit})", fontsize=9)
     axes.set_ylabel(f"{metric.quantity} ({scale.unit})", fontsize=9)
     # A figure title, not the axes': placing the axes' title measures every tick label.
-    figure.text(0.4, 0.95, _plain(title), ha="center", va="center", fontsize=11)
+    figure.text(0.4, 0.95, _plain(_title(metric, document)), ha="center", va="center",
+                fontsize=11)
     axes.grid(True, linewidth=0.4, alpha=0.5)
     axes.tick_params(labelsize=8)
     if len(curves) + (reference is not None) <= LEGEND_MAX:
@@ -212,6 +219,10 @@ def _largest(curves: tuple[Curve, ...], reference: Optional[Reference], span: fl
 def _lowest(curves: tuple[Curve, ...]) -> float:
     return min((v for curve in curves for _, v in curve.points if math.isfinite(v)),
                default=0.0)
+
+
+def _title(metric: PlotMetric, document: UsageDocument) -> str:
+    return f"{metric.title} of job {document['jobid']}"
 
 
 def _not_measured(metric: PlotMetric, series: JobSeries) -> str:
