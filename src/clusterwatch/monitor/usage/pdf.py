@@ -82,8 +82,8 @@ def _story(document: UsageDocument, series: Optional[JobSeries],
         story.append(Paragraph("Notes", _STYLES["Heading2"]))
         story += [Paragraph(_text(note), _STYLES["BodyText"], bulletText="-")
                   for note in document["notes"]]
-    story.append(Paragraph("CPU time: user vs system", _STYLES["Heading2"]))
-    story.append(_Picture(pie_figure(document), WIDTH * 0.6))
+    story.append(KeepTogether([Paragraph("CPU time: user vs system", _STYLES["Heading2"]),
+                               _Picture(pie_figure(document), WIDTH * 0.6)]))
     heading = Paragraph("Over the job's life", _STYLES["Heading2"])
     why = unplotted(document, series, series_note)
     figures = measured_figures(document, series) if series is not None and why is None else []
