@@ -61,8 +61,8 @@ def test_it_shows_a_kept_jobs_warnings_as_badges(usage_site: UsageSite) -> None:
     client = client_of("alice")
     client.get("/usage/jobs/7/")  # keeps its summary
     content = client.get("/usage/users/alice/").content.decode()
-    assert '<span class="badge warn" title="low_cpu_efficiency">Low CPU efficiency</span>' \
-        in content
+    assert '<span class="badge warn nowrap" title="low_cpu_efficiency">Low CPU efficiency' \
+        '</span>' in content
     assert 'title="memory_over_request">Memory over-requested</span>' in content
     assert "1 of 1 with warnings" in text_of(client.get("/usage/users/alice/"))
 

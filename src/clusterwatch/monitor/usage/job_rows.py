@@ -74,6 +74,7 @@ class JobRow:
     running: bool
     start: str
     cells: tuple[str, ...]  # CPUs .. elapsed, in COLUMNS order
+    judged: bool  # the rules saw the exporter's figures (else no warning means nothing)
     warnings: tuple[tuple[str, str], ...]  # (code, title)
 
 
@@ -88,6 +89,7 @@ def job_row(d: UsageDocument) -> JobRow:
                _percent(d["memory_efficiency"]), gpus,
                duration_text(limit) if limit else "none",
                duration_text(d["elapsed_s"]) + (" so far" if d["running"] else "")),
+        judged=d["measured"],
         warnings=tuple((w["code"], warning_title(w["code"])) for w in d["warnings"]))
 
 

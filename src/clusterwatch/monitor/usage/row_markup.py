@@ -16,6 +16,11 @@ from django.utils.safestring import SafeString
 
 from clusterwatch.monitor.usage.job_rows import JobRow
 
+# A job the rules have not judged here (no kept summary with the exporter's figures): its
+# page judges it, or says why it cannot (too few scrapes, series gone).
+NOT_JUDGED = '<span class="muted" title="its page says more">not judged</span>'
+NONE = '<span class="muted">none</span>'
+
 
 def user_rows(rows: Sequence[JobRow]) -> SafeString:
     return SafeString("\n".join(_row(row) for row in rows))
@@ -27,8 +32,12 @@ def _row(row: JobRow) -> str:
     if row.running:
         state = f'<span class="badge ok">{state}</span>'
     cells = "".join(f'<td class="num nowrap">{escape(cell)}</td>' for cell in row.cells)
-    badges = "".join(f'<span class="badge warn" title="{escape(code)}">{escape(title)}</span> '
-                     for code, title in row.warnings)
+    badges = "".join(f'<span class="badge warn nowrap" title="{escape(code)}">'
+                     f"{escape(title)}</span> " for code, title in row.warnings)
+    if not row.judged:
+        badges = NOT_JUDGED
+    elif not badges:
+        badges = NONE
     return (f'<tr><td class="nowrap"><a href="/usage/jobs/{quote(row.jobid, safe="_+")}/">'
             f"{jobid}</a></td><td>{escape(row.name)}</td>"
             f"<td>{state}</td>"
