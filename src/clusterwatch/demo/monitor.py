@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -30,20 +29,16 @@ from types import FrameType
 from typing import IO, Optional
 
 from clusterwatch.demo import monitor_steps as steps
+from clusterwatch.demo import usage_steps
 from clusterwatch.demo.monitor_steps import DemoError
+from clusterwatch.demo.usage_jobs import RESEARCHER
 from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 DEFAULT_DATA_DIR = Path("demo-data")
 DEFAULT_PORT = 8000
 MARKER = ".clusterwatch-demo"
-OPERATOR = "operator"
+OPERATOR = "operator"  # staff: the harvester pages and the usage reports' staff page
 ROUNDS = 3  # reporter runs: the first only sets log positions, then two real intervals
-_CREATE_OPERATOR = (  # run by `clusterwatch monitor shell -c`; the password comes from env
-    "import os\n"
-    "from django.contrib.auth import get_user_model\n"
-    "get_user_model().objects.create_user("
-    f"{OPERATOR!r}, password=os.environ['CLUSTERWATCH_DEMO_PASSWORD'])\n"
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,7 +89,7 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[IO[str]] = None) ->
     try:
         run(args.data_dir.resolve(), args.port, out, check=args.check, database=database)
     except KeyboardInterrupt:
-        out.write("\nstopped: gunicorn and MariaDB are down\n")
+        out.write("\nstopped: gunicorn, MariaDB and Prometheus are down\n")
     except DemoError as exc:
         print(f"clusterwatch monitor demo: {exc}", file=sys.stderr)
         return EXIT_FAILURE
@@ -128,13 +123,16 @@ def run(data_dir: Path, port: int, out: IO[str], *, check: bool = False,
         database: Optional[Mapping[str, str]] = None) -> None:
     """The whole demo; serves until Ctrl-C unless `check`."""
     steps.check_prerequisites()
+    usage_steps.check_prerequisites()
+    steps.check_port_free(port)
     fresh_data_dir(data_dir)
     out.write(f"clusterwatch monitor demo: files in {data_dir} (made afresh on each run)\n")
     with contextlib.ExitStack() as stack:
-        monitor = stack.enter_context(steps.monitor(data_dir, port, database, out))
-        password = secrets.token_urlsafe(12)
-        monitor.manage("shell", "-c", _CREATE_OPERATOR,
-                       extra_environ={"CLUSTERWATCH_DEMO_PASSWORD": password})
+        usage = stack.enter_context(usage_steps.sources(data_dir, out))
+        monitor = stack.enter_context(steps.monitor(data_dir, port, database, usage.environ,
+                                                    out))
+        password = steps.create_account(monitor, OPERATOR, staff=True)
+        researcher = steps.create_account(monitor, RESEARCHER)
         hosts = steps.harvesters(data_dir)
         for host in hosts:
             host.write_env(monitor.url, steps.create_token(monitor, host.key))
@@ -147,14 +145,26 @@ def run(data_dir: Path, port: int, out: IO[str], *, check: bool = False,
         steps.evaluate_alarms(monitor, slack, out)
         pages = steps.pages(monitor, hosts)
         steps.check_pages(monitor, pages, hosts, OPERATOR, password, out)
+        usage_steps.summaries(monitor, usage.jobs, researcher, out)
+        usage_pages = usage_steps.pages(usage.jobs)
+        usage_steps.check_pages(monitor, usage_pages, {False: (RESEARCHER, researcher),
+                                                       True: (OPERATOR, password)}, out)
         out.write(f"\nOpen {monitor.url}/hosts/ and log in as {OPERATOR!r} with password "
-                  f"{password!r} (a demo account):\n")
+                  f"{password!r} (a demo account, staff):\n")
         for url, what in pages:
             out.write(f"  {monitor.url}{url:<28} {what}\n")
+        for page in usage_pages:
+            if page.staff:
+                out.write(f"  {monitor.url}{page.path:<28} {page.what}\n")
+        out.write(f"\nThe usage reports: log in as the researcher {RESEARCHER!r} with password "
+                  f"{researcher!r} (a demo account; accounting is a stand-in for sacct):\n")
+        for page in usage_pages:
+            if not page.staff:
+                out.write(f"  {monitor.url}{page.path:<28} {page.what}\n")
         if check:
             out.write("checked: every page answered 200; stopping\n")
             return
-        out.write("Serving until Ctrl-C (then gunicorn and MariaDB stop).\n")
+        out.write("Serving until Ctrl-C (then gunicorn, MariaDB and Prometheus stop).\n")
         out.flush()
         _serve(monitor.process)
 

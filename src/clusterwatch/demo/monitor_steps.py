@@ -35,13 +35,13 @@ class DemoError(Exception):
 
 @contextlib.contextmanager
 def monitor(data_dir: Path, port: int, database: Optional[Mapping[str, str]],
-            out: IO[str]) -> Iterator[MonitorServer]:
-    """`migrate`, then gunicorn with two workers on 127.0.0.1:`port` (0: a free port)."""
-    if port:
-        _check_port_free(port)
+            environ: Mapping[str, str], out: IO[str]) -> Iterator[MonitorServer]:
+    """`migrate`, then gunicorn with two workers on 127.0.0.1:`port` (0: a free port), with
+    the settings in `environ` (the usage reports' sources)."""
+    check_port_free(port)
     try:
         with monitor_server(data_dir / "monitor", database=database, port=port or None,
-                            workers=2) as server:
+                            workers=2, extra_environ=environ) as server:
             where = (database or {}).get("CLUSTERWATCH_DATABASE_URL", "").split("@")[-1] \
                 or f"SQLite {data_dir / 'monitor' / 'monitor.sqlite3'}"
             out.write(f"  monitor: migrated ({where}); gunicorn, 2 workers, on {server.url}, "
@@ -51,7 +51,10 @@ def monitor(data_dir: Path, port: int, database: Optional[Mapping[str, str]],
         raise DemoError(str(exc)) from None
 
 
-def _check_port_free(port: int) -> None:
+def check_port_free(port: int) -> None:
+    """DemoError when `port` (not 0: any free port) is taken on 127.0.0.1."""
+    if not port:
+        return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         # As gunicorn binds: a port left in TIME_WAIT by an earlier demo counts as free.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -69,6 +72,25 @@ def check_prerequisites() -> None:
         harvester_file("logs", "new")
     except (MariaDBMissing, FileNotFoundError) as exc:
         raise DemoError(str(exc)) from None
+
+
+def create_account(server: MonitorServer, username: str, *, staff: bool = False) -> str:
+    """A demo login with a fresh password (returned; given to the shell through its
+    environment, never its argv)."""
+    password = secrets.token_urlsafe(12)
+    server.manage("shell", "-c", _CREATE_ACCOUNT, extra_environ={
+        "CLUSTERWATCH_DEMO_USER": username, "CLUSTERWATCH_DEMO_PASSWORD": password,
+        "CLUSTERWATCH_DEMO_STAFF": "1" if staff else ""})
+    return password
+
+
+_CREATE_ACCOUNT = (  # run by `clusterwatch monitor shell -c`
+    "import os\n"
+    "from django.contrib.auth import get_user_model\n"
+    "get_user_model().objects.create_user(os.environ['CLUSTERWATCH_DEMO_USER'], "
+    "password=os.environ['CLUSTERWATCH_DEMO_PASSWORD'], "
+    "is_staff=bool(os.environ['CLUSTERWATCH_DEMO_STAFF']))\n"
+)
 
 
 def create_token(server: MonitorServer, key: str) -> str:
