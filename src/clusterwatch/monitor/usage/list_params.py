@@ -20,6 +20,7 @@ USER_DAYS, STAFF_DAYS = 30, 7
 STAFF_SORTS = ("cpu_efficiency", "memory_efficiency")
 _STATE = re.compile(r"[A-Z_]{1,32}")
 _PAGE = re.compile(r"[0-9]{1,6}")
+_DAYS = re.compile(r"[0-9]{1,3}")
 
 Params = Mapping[str, Sequence[str]]
 
@@ -52,7 +53,7 @@ def user_query(params: Params, now: datetime) -> UserQuery:
     days: Optional[int] = None
     if since_text or until_text:
         since = _day(since_text, "since") if since_text else _day_of(now) - timedelta(
-            days=USER_DAYS - 1)
+            days=USER_DAYS)
         until = _day(until_text, "until") + timedelta(days=1) if until_text else None
         if since < now - timedelta(days=MAX_DAYS):
             raise BadParameter(f"since must be within the last {MAX_DAYS} days")
@@ -102,7 +103,8 @@ def _days(params: Params, default: int) -> int:
     text = _one(params, "days")
     if not text:
         return default
-    if not text.isdigit() or not 1 <= int(text) <= MAX_DAYS:
+    # Not str.isdigit: it takes other scripts' digits ("٣") that int() reads too.
+    if not _DAYS.fullmatch(text) or not 1 <= int(text) <= MAX_DAYS:
         raise BadParameter(f"days must be a whole number from 1 to {MAX_DAYS}")
     return int(text)
 
