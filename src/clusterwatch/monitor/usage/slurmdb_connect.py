@@ -15,7 +15,9 @@ import pymysql
 MESSAGE_CHARACTERS = 300
 
 # Server errors that mean "this configuration cannot work" rather than "try again later".
-ACCESS_DENIED = frozenset({1044, 1045, 1142, 1143, 1227, 1698})  # refused login or grant
+LOGIN_REFUSED = frozenset({1045, 1698})  # wrong user or password
+NOT_GRANTED = frozenset({1044, 1142, 1143, 1227})  # logged in, not allowed (or no such view:
+# MariaDB tells a user without rights "denied", never "missing")
 MISSING = frozenset({1049, 1146})  # unknown database, table or view
 
 
