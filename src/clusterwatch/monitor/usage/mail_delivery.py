@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Callable, Optional
 
 from django.conf import settings
-from django.core.mail import get_connection
+from django.core.mail import EmailMultiAlternatives, get_connection
 
 from clusterwatch.monitor.usage import mail_outbox
 from clusterwatch.monitor.usage.accounting import (
@@ -34,9 +34,12 @@ from clusterwatch.monitor.usage.mail_settings import (
     smtp_password,
 )
 from clusterwatch.monitor.usage.models import KeptSummary, UsageMail
-from clusterwatch.monitor.usage.render_cache import RenderCache
-from clusterwatch.monitor.usage.rendered import report_pdf
-from clusterwatch.monitor.usage.report import KEEP_AFTER_SCRAPES, MetricsUnavailable, load_report
+from clusterwatch.monitor.usage.report import (
+    KEEP_AFTER_SCRAPES,
+    MetricsUnavailable,
+    UsageReport,
+    load_report,
+)
 from clusterwatch.monitor.usage.sources import accounting
 
 log = logging.getLogger("clusterwatch.monitor.usage.mail")
@@ -131,12 +134,7 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
             mail_outbox.skipped(row, why)
         return Delivery(row.jobid, "skipped", why)
     try:
-        content = compose(document, greeting=greeting_name(document["user"]),
-                          base_url=sender.mail.base_url)
-        pdf = report_pdf(RenderCache(sender.config.cache_dir), document, report.series,
-                         report.series_note)
-        message = build_message(content, jobid=row.jobid, pdf=pdf, sender=sender.mail.sender,
-                                recipient=row.recipient, queued_at=row.created_at)
+        message = _message(row, report, sender)
     except Exception as exc:  # a job whose report cannot be drawn must not stop the others
         log.exception("end-of-job email of job %s: could not be built", row.jobid)
         return _failed(row, sender, f"the email could not be built: {type(exc).__name__}", now)
@@ -150,6 +148,21 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
         return _failed(row, sender, _smtp_error(exc, sender.password), now)
     mail_outbox.sent(row, now)
     return Delivery(row.jobid, "sent", f"to {row.recipient}")
+
+
+def _message(row: UsageMail, report: UsageReport, sender: Sender) -> EmailMultiAlternatives:
+    # The renderers (matplotlib, reportlab) load here, not at import: most MailProg runs
+    # only queue a job whose figures are not final yet, within slurmctld's 120 s.
+    from clusterwatch.monitor.usage.render_cache import RenderCache
+    from clusterwatch.monitor.usage.rendered import report_pdf
+
+    document = report.document
+    content = compose(document, greeting=greeting_name(document["user"]),
+                      base_url=sender.mail.base_url)
+    pdf = report_pdf(RenderCache(sender.config.cache_dir), document, report.series,
+                     report.series_note)
+    return build_message(content, jobid=row.jobid, pdf=pdf, sender=sender.mail.sender,
+                         recipient=row.recipient, queued_at=row.created_at)
 
 
 def _not_final(row: UsageMail, config: UsageConfig,

@@ -46,6 +46,9 @@ class Command(BaseCommand):
     help = ("Queue the end-of-job usage emails of the jobs that ended since the last run and "
             "send every due one (retries included). Exit 0 ok (also when sends will be "
             "retried), 1 accounting failed, 2 bad --once job id, 78 configuration error.")
+    # Django's system checks load every URL and view (matplotlib among them): seconds that
+    # an operational command run by a timer or by slurmctld has no use for.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dry-run", action="store_true",

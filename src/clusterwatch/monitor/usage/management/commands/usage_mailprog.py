@@ -35,6 +35,9 @@ class Command(BaseCommand):
             "queue the end-of-job usage email of the job in SLURM_JOB_ID and try it once. "
             "Exit 0 queued (or not an end-of-job mail), 1 no job or address, 78 configuration "
             "error.")
+    # Django's system checks load every URL and view (matplotlib among them): seconds that
+    # an operational command run by a timer or by slurmctld has no use for.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("-s", dest="subject", default="", metavar="SUBJECT",
