@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import subprocess
@@ -13,18 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from clusterwatch.monitor.usage.sacct_parse import parse_sacct
+from tests.benchmark_module import load_benchmark
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_usage_pages.py"
 
 
 def _bench() -> Any:
-    if "bench_usage_pages" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_usage_pages", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_usage_pages"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench_usage_pages"]
+    return load_benchmark("bench_usage_pages")
 
 
 def test_it_writes_sacct_output_that_reads_back_as_its_jobs() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import re
 import secrets
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -21,6 +20,7 @@ from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, 
 from tests.components import need_binary
 from tests.monitor.usage.chromium_pipe import Chromium
 from tests.monitor.usage.prometheus_range import RangePrometheus
+from tests.monitor.usage.render_support import png_size
 from tests.monitor.usage.site import GiB, UsageSite, environment
 
 pytestmark = pytest.mark.integration
@@ -46,12 +46,6 @@ def visible_text(dom: str) -> str:
     body = dom.split("<body", 1)[-1]
     body = re.sub(r"<(style|script)\b.*?</\1>", " ", body, flags=re.S)
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
 
 
 def jobs_of_alice(site: UsageSite) -> None:
