@@ -4,22 +4,15 @@ refusals (400, 403, 404 alike for unknown and hidden, 503), never a 500."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.report import load_report
 from tests.monitor.usage.site import UsageSite
+from tests.monitor.usage.test_api import client_of
 from tests.monitor.usage.test_job_page import without_csrf
 
 pytestmark = pytest.mark.django_db
-
-
-def client_of(name: str, *, staff: bool = False) -> Client:
-    user = User.objects.create_user(name, password="x-not-used", is_staff=staff)
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def measured_job(site: UsageSite, jobid: str = "4242", **options: object) -> None:
