@@ -225,3 +225,6 @@ def test_it_answers_only_get_and_is_off_without_a_prometheus_url(
     monkeypatch.delenv("CLUSTERWATCH_PROMETHEUS_URL")
     off = client.get("/usage/jobs/4242/")
     assert off.status_code == 404 and "The usage reports are off" in text_of(off)
+    assert "Your jobs" not in text_of(off)  # its links would be 404s too
+    anonymous = Client().get("/usage/jobs/4242/")
+    assert anonymous.status_code == 404 and "/usage/users//" not in anonymous.content.decode()

@@ -83,6 +83,7 @@ def problem(request: HttpRequest, refusal: Refusal, next_step: str) -> HttpRespo
     return render(request, "usage/problem.html", {
         "title": TITLES.get(refusal.status, "Not available"), "message": refusal.message,
         "next_step": next_step, "status": refusal.status,
+        "links": request.user.is_authenticated and usage_enabled(),
     }, status=refusal.status)
 
 
