@@ -224,6 +224,19 @@ def test_a_password_typed_on_the_command_line_is_never_repeated(
     assert ADMIN_PASSWORD not in run.stdout + run.stderr and "Traceback" not in run.stderr
 
 
+def test_its_help_lists_every_option_and_a_missing_one_is_a_usage_error(
+    jobs: RealJobs, tmp_path: Path
+) -> None:
+    helped = create_view(jobs, tmp_path, "--help")
+    assert helped.returncode == 0, helped.stderr
+    for option in ("--cluster", "--password-file", "--socket", "--admin-defaults-file",
+                   "--view-user-host", "pattern", "--timeout"):
+        assert option in helped.stdout
+    missing = create_view(jobs, tmp_path)
+    assert missing.returncode == 2
+    assert "the following arguments are required: --password-file" in missing.stderr
+
+
 def test_a_wrong_admin_password_exits_1_with_the_servers_message(
     jobs: RealJobs, tmp_path: Path
 ) -> None:

@@ -80,7 +80,7 @@ class Command(BaseCommand):
         parser.add_argument("--view-user", default="clusterwatch_usage",
                             help="the read-only user to create")
         parser.add_argument("--view-user-host", default="localhost",
-                            help="where the monitor connects from: a host, address or % "
+                            help="where the monitor connects from: a host, address or %% "
                                  "pattern")
         parser.add_argument("--timeout", default=30.0, type=float,
                             help="seconds to wait for the server at each step")
