@@ -1,7 +1,9 @@
 """`clusterwatch monitor demo --check`: the whole demonstration, so that it cannot rot.
 
 gunicorn, a private MariaDB, the reporter zipapp run for three harvesters, evaluate_alarms
-with a loopback fake Slack, and the pages read as a logged-in operator. During the
+with a loopback fake Slack, and the pages read as a logged-in operator; the usage reports of
+a researcher's four jobs (a real Prometheus holding their backfilled series, a sacct
+stand-in), every usage page read as the researcher and the staff page as the operator. During the
 PostgreSQL pass the monitor's database is a fresh one on that server. Once per session the
 demo also runs from a wheel of this tree installed in a fresh virtual environment outside
 the checkout, as `pip install 'clusterwatch[monitor]'` users run it (during the PostgreSQL
@@ -14,6 +16,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -27,7 +30,8 @@ from clusterwatch.demo import monitor as demo
 from clusterwatch.demo.monitor_steps import DemoError
 from clusterwatch.loopback.mariadb import MariaDBMissing, binaries
 from clusterwatch.loopback.monitor_server import private_database
-from tests.components import unavailable
+from clusterwatch.loopback.services import MissingComponent
+from tests.components import need_binary, unavailable
 
 pytestmark = pytest.mark.integration
 
@@ -43,6 +47,31 @@ def _need_mariadb() -> None:
         binaries()
     except MariaDBMissing as missing:
         unavailable(missing)
+    need_binary("prometheus")
+    need_binary("promtool")
+
+
+# One line per job of the researcher, with the warnings its story is about.
+USAGE_LINES = (
+    r"job 81201 lattice-sim: CPU 9\d% of 4 CPUs; memory [\d.]+ GiB of 16\.0 GiB \(\d+%\); "
+    r"no warning",
+    r"job 81202 fit-models: CPU [23]\d% of 8 CPUs; .*; warnings: low_cpu_efficiency, "
+    r"bursty_cpu",
+    r"job 81203 align-reads: CPU (4[7-9]|5[0-3])% of 2 CPUs; .*; warnings: "
+    r"low_cpu_efficiency, unbalanced_cores",
+    r"job 81204 make-figures: CPU \d+% of 1 CPU; memory 1\d\d\.\d MiB of 8\.0 GiB \(2%\); "
+    r"warnings: memory_over_request",
+)
+
+
+def _check_usage_output(out: str) -> None:
+    for pattern in USAGE_LINES:
+        assert re.search(pattern, out), pattern
+    for line in ("backfilled with promtool", "is a stand-in for Slurm's sacct (this demo "
+                 "runs no Slurm)", "usage pages: 13 pages, plots, the PDF and the API answered",
+                 "log in as the researcher 'alice' with password", "/usage/users/alice/",
+                 "/usage/jobs/81203/", "/pdf/81203", "/usage/staff/"):
+        assert line in out, line
 
 
 def test_it_brings_up_the_monitor_with_the_reporters_records_and_stops(
@@ -63,6 +92,7 @@ def test_it_brings_up_the_monitor_with_the_reporters_records_and_stops(
     slack = [line for line in out.splitlines() if "Slack (a loopback fake) received" in line]
     assert slack and all(word in slack[0] for word in
                          ("pandaharvester02", "SSLError", "CERTIFICATE_VERIFY_FAILED"))
+    _check_usage_output(out)
     # Host tokens live only in the reporters' environment files, mode 600.
     for env_file in data_dir.glob("harvesters/*/reporter.env"):
         assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
@@ -70,10 +100,43 @@ def test_it_brings_up_the_monitor_with_the_reporters_records_and_stops(
         assert token and token.group(1) not in out + err
     assert len(list(data_dir.glob("harvesters/*/reporter.env"))) == 3
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
-    # gunicorn and MariaDB are down.
-    port = int(re.search(r"on http://127\.0\.0\.1:(\d+)", out).group(1))  # type: ignore[union-attr]
-    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
-        pass
+    _assert_servers_down(out, data_dir)
+    # The stand-in and its data are the demo's own, in its private directory.
+    assert stat.S_IMODE((data_dir / "accounting" / "sacct").stat().st_mode) == 0o700
+
+
+def test_ctrl_c_stops_gunicorn_mariadb_and_prometheus(tmp_path: Path) -> None:
+    _need_mariadb()
+    data_dir = tmp_path / "demo-data"
+    program = Path(sys.executable).with_name("clusterwatch")
+    demo_run = subprocess.Popen([str(program), "monitor", "demo", "--port", "0", "--data-dir",
+                                 str(data_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=_outside_env())
+    try:
+        assert demo_run.stdout is not None
+        out = ""
+        while "Serving until Ctrl-C" not in out:
+            line = demo_run.stdout.readline()
+            assert line, f"the demo ended early:\n{out}{demo_run.communicate()[1]}"
+            out += line
+        demo_run.send_signal(signal.SIGINT)
+        rest, err = demo_run.communicate(timeout=120)
+    finally:
+        if demo_run.poll() is None:
+            demo_run.kill()
+    assert demo_run.returncode == 0, err
+    assert "stopped: gunicorn, MariaDB and Prometheus are down" in rest
+    _assert_servers_down(out, data_dir)
+
+
+def _assert_servers_down(out: str, data_dir: Path) -> None:
+    """gunicorn and Prometheus (their ports, as the demo printed them) and MariaDB are down."""
+    for server in ("gunicorn, 2 workers, on", "Prometheus on"):
+        found = re.search(server + r" http://127\.0\.0\.1:(\d+)", out)
+        assert found, server
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", int(found[1])),
+                                                              timeout=2):
+            pass
     assert not (data_dir / "mariadb" / "mysqld.pid").exists()
 
 
@@ -115,6 +178,42 @@ def test_it_names_what_is_missing_before_starting_anything(
         "clusterwatch monitor demo: mariadbd not found; install it with: sudo apt-get "
         "install ...\n")
     assert not (tmp_path / "d").exists()
+
+
+def test_it_names_a_missing_prometheus_before_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clusterwatch.demo import monitor_steps as demo_steps
+    from clusterwatch.demo import usage_steps
+
+    def no_promtool(name: str) -> str:
+        raise MissingComponent(name, "install it with: sudo apt-get install prometheus")
+
+    monkeypatch.setattr(demo_steps, "binaries", lambda: ("mariadbd", "install", "mariadb"))
+    monkeypatch.setattr(usage_steps, "require_binary", no_promtool)
+    assert demo.main(["--check", "--port", "0", "--data-dir", str(tmp_path / "d")]) == 1
+    assert capsys.readouterr().err == (
+        "clusterwatch monitor demo: prometheus not found on PATH; install it with: sudo "
+        "apt-get install prometheus (the usage reports need it)\n")
+    assert not (tmp_path / "d").exists()
+
+
+def test_the_installed_command_names_a_missing_promtool_in_one_line(tmp_path: Path) -> None:
+    _need_mariadb()
+    # A PATH with MariaDB and Prometheus but no promtool.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for path in (*binaries(), shutil.which("prometheus")):
+        assert path
+        (bin_dir / Path(path).name).symlink_to(path)
+    program = Path(sys.executable).with_name("clusterwatch")
+    result = subprocess.run([str(program), "monitor", "demo", "--check", "--port", "0",
+                             "--data-dir", str(tmp_path / "d")], capture_output=True, text=True,
+                            timeout=120, env={**_outside_env(), "PATH": str(bin_dir)})
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("clusterwatch monitor demo: promtool not found on PATH; ")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stdout == "" and not (tmp_path / "d").exists()
 
 
 def _run(command: Sequence[str], what: str, *, cwd: Path, env: dict[str, str],
@@ -186,6 +285,8 @@ def test_it_runs_from_a_wheel_installed_outside_the_checkout(installed_elsewhere
         assert line in done.stdout
     assert "Slack (a loopback fake) received" in done.stdout
     assert ("monitor: migrated (SQLite " in done.stdout) == url.startswith("sqlite")
+    # The usage reports too: the sacct stand-in runs the installed package, not the checkout.
+    _check_usage_output(done.stdout)
 
 
 @pytest.mark.parametrize("port", ["65536", "-1", "http"])

@@ -7,8 +7,14 @@ a private MariaDB holding two harvester databases, builds the reporter zipapp wi
 `clusterwatch reporter build`, and runs it (a real subprocess posting over HTTP to the
 monitor) three times for three harvester hosts, appending harvester log lines and database
 rows between runs (see clusterwatch.loopback.harvester_scenario). It then runs
-`evaluate_alarms` once, prints the pages to open, and serves until Ctrl-C, when gunicorn
-and MariaDB stop. `--check` verifies that the pages answer and exits instead of serving.
+`evaluate_alarms` once, prints the pages to open, and serves until Ctrl-C, when gunicorn,
+MariaDB and Prometheus stop. `--check` verifies that the pages answer and exits instead of
+serving.
+
+The usage reports are on (usage_steps): a real Prometheus, started before gunicorn, holds
+the job exporter's series of a researcher's four jobs (usage_jobs), backfilled with
+promtool; a sacct stand-in (sacct_standin) is the accounting, since the demo runs no Slurm.
+The researcher `alice` logs in to her jobs' pages; the operator is staff.
 
 The data directory (default ./demo-data) is made afresh on each run; a directory that does
 not carry the demo's marker file is never deleted.
@@ -46,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="clusterwatch monitor demo",
         description="Bring up the monitor on 127.0.0.1 with records posted by the real "
         "harvester reporter (the zipapp) over fixture harvester logs and a private MariaDB "
-        "harvester database, then serve until Ctrl-C. The pool watch's own demonstration "
-        "is `clusterwatch watch demo` (scripts/demo watch).",
+        "harvester database, and the usage reports of a researcher's four jobs (their "
+        "series in a private Prometheus, accounting from a sacct stand-in), then serve "
+        "until Ctrl-C. The pool watch's own demonstration is `clusterwatch watch demo` "
+        "(scripts/demo watch).",
         epilog="Exit status: 0 done (or Ctrl-C), 1 a step failed, 2 usage error.")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, metavar="DIR",
                         help="the demo's files, made afresh (default: %(default)s)")
