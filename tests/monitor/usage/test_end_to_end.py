@@ -26,6 +26,7 @@ import pytest
 from clusterwatch.loopback.monitor_client import Session, get
 from clusterwatch.monitor.usage.rules import CODES
 from clusterwatch.monitor.usage.summary_rows import percent
+from clusterwatch.monitor.usage.thresholds import DEFAULTS
 from tests.components import need_binary
 from tests.monitor.usage.end_to_end_jobs import MiB
 from tests.monitor.usage.end_to_end_stack import (
@@ -42,7 +43,9 @@ CPU_TOLERANCE = 0.02  # of the allocated CPU time: the exporter reads the same c
 # getrusage's peak RSS also counts the interpreter's mapped files, which the exporter's
 # anonymous memory (what the job needs) leaves out: about 6 MiB for python3.
 MEMORY_TOLERANCE = 16 * MiB
-GIVEN_CPU_MIN = 0.85  # of its CPU a busy job must have been given for "well-behaved" to hold
+# Of its CPU, what a busy 1-CPU job must have been given for the test to expect no
+# low_cpu_efficiency: the rule's threshold, and the CPU tolerance above it.
+GIVEN_CPU_MIN = DEFAULTS.cpu_efficiency_min + CPU_TOLERANCE
 
 IMAGE = re.compile(r'<img src="([^"]+)"')
 
