@@ -164,37 +164,30 @@ def test_it_says_when_its_port_is_taken(tmp_path: Path) -> None:
             demo.run(tmp_path / "d", port, out, check=True)
 
 
+def _no_mariadb() -> None:
+    raise MariaDBMissing("mariadbd not found; install it with: sudo apt-get install ...")
+
+
+def _no_prometheus(name: str) -> str:
+    raise MissingComponent(name, "install it with: sudo apt-get install prometheus")
+
+
+@pytest.mark.parametrize(("patches", "message"), [
+    ({"monitor_steps.binaries": _no_mariadb},
+     "mariadbd not found; install it with: sudo apt-get install ..."),
+    ({"monitor_steps.binaries": lambda: ("mariadbd", "install", "mariadb"),
+      "usage_steps.require_binary": _no_prometheus},
+     "prometheus not found on PATH; install it with: sudo apt-get install prometheus (the "
+     "usage reports need it)"),
+])
 def test_it_names_what_is_missing_before_starting_anything(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    patches: dict[str, object], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from clusterwatch.demo import monitor_steps as demo_steps
-
-    def no_mariadb() -> None:
-        raise MariaDBMissing("mariadbd not found; install it with: sudo apt-get install ...")
-
-    monkeypatch.setattr(demo_steps, "binaries", no_mariadb)
+    for where, replacement in patches.items():
+        monkeypatch.setattr(f"clusterwatch.demo.{where}", replacement)
     assert demo.main(["--check", "--port", "0", "--data-dir", str(tmp_path / "d")]) == 1
-    assert capsys.readouterr().err == (
-        "clusterwatch monitor demo: mariadbd not found; install it with: sudo apt-get "
-        "install ...\n")
-    assert not (tmp_path / "d").exists()
-
-
-def test_it_names_a_missing_prometheus_before_starting_anything(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from clusterwatch.demo import monitor_steps as demo_steps
-    from clusterwatch.demo import usage_steps
-
-    def no_promtool(name: str) -> str:
-        raise MissingComponent(name, "install it with: sudo apt-get install prometheus")
-
-    monkeypatch.setattr(demo_steps, "binaries", lambda: ("mariadbd", "install", "mariadb"))
-    monkeypatch.setattr(usage_steps, "require_binary", no_promtool)
-    assert demo.main(["--check", "--port", "0", "--data-dir", str(tmp_path / "d")]) == 1
-    assert capsys.readouterr().err == (
-        "clusterwatch monitor demo: prometheus not found on PATH; install it with: sudo "
-        "apt-get install prometheus (the usage reports need it)\n")
+    assert capsys.readouterr().err == f"clusterwatch monitor demo: {message}\n"
     assert not (tmp_path / "d").exists()
 
 

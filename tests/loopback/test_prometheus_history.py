@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.loopback.job_series import COUNTER, GAUGE, JobPlan, SeriesSamples, Usage, history
+from clusterwatch.loopback.programs import ProgramFailed
 from clusterwatch.loopback.prometheus_history import (
-    BackfillError,
     backfill,
     openmetrics_text,
     prometheus_with_history,
@@ -77,7 +77,7 @@ def test_it_names_a_missing_promtool_before_writing_anything(
 def test_it_says_what_promtool_refused(tmp_path: Path) -> None:
     need_binary("promtool")
     bad = samples("jobs_threads", GAUGE, [(START, 1)], **{"not-a-label": "x"})
-    with pytest.raises(BackfillError, match="failed with status") as refused:
+    with pytest.raises(ProgramFailed, match="failed with status") as refused:
         backfill([bad], tmp_path / "data")
     # promtool's own words follow ours, so the reader sees what it could not read.
     ours, *promtools = str(refused.value).splitlines()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import secrets
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder
 from clusterwatch.loopback.mariadb import MariaDB, MariaDBMissing, binaries, mariadb_server
 from clusterwatch.loopback.monitor_client import Session
 from clusterwatch.loopback.monitor_server import MonitorServer, MonitorStartError, monitor_server
+from clusterwatch.loopback.programs import ProgramFailed, run_program
 from clusterwatch.loopback.services import LOOPBACK
 
 REPORTER_TIMEOUT_S = 120
@@ -218,10 +218,6 @@ def check_pages(server: MonitorServer, urls: Sequence[tuple[str, str]],
 
 def _run(command: list[str], what: str, timeout: float = 300) -> None:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise DemoError(f"{what} did not finish within {timeout:g} s") from None
-    if done.returncode != 0:
-        raise DemoError(f"{what} failed with status {done.returncode}:\n"
-                        f"{(done.stdout + done.stderr).strip()[-2000:]}")
+        run_program(command, what, timeout)
+    except ProgramFailed as exc:
+        raise DemoError(str(exc)) from None

@@ -27,7 +27,8 @@ from clusterwatch.demo.sacct_standin import install
 from clusterwatch.loopback.job_series import JobHistory, JobPlan, history
 from clusterwatch.loopback.monitor_client import Session
 from clusterwatch.loopback.monitor_server import MonitorServer
-from clusterwatch.loopback.prometheus_history import BackfillError, prometheus_with_history
+from clusterwatch.loopback.programs import ProgramFailed
+from clusterwatch.loopback.prometheus_history import prometheus_with_history
 from clusterwatch.loopback.services import MissingComponent, ServiceStartError, require_binary
 from clusterwatch.monitor.humanize import size_text
 
@@ -67,7 +68,7 @@ def sources(data_dir: Path, out: IO[str]) -> Iterator[UsageSources]:
         try:
             prometheus = stack.enter_context(prometheus_with_history(
                 [one for job in histories for one in job.series], data_dir / "prometheus"))
-        except (BackfillError, ServiceStartError, MissingComponent) as exc:
+        except (ProgramFailed, ServiceStartError, MissingComponent) as exc:
             raise DemoError(str(exc)) from None
         out.write(f"  Prometheus on {prometheus.url}: the job exporter's series of "
                   f"{len(histories)} jobs of {usage_jobs.RESEARCHER!r}, every 30 s, "

@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import math
-import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from pathlib import Path
 from typing import Optional
 
 from clusterwatch.loopback.job_series import COUNTER, SeriesSamples
+from clusterwatch.loopback.programs import run_program
 from clusterwatch.loopback.services import Service, prometheus, require_binary
 
 BACKFILL_TIMEOUT_S = 300.0
-OUTPUT_TAIL_CHARS = 2000
-
-
-class BackfillError(Exception):
-    """promtool refused the history or did not finish; the message ends with its output."""
 
 
 def openmetrics_text(series: Iterable[SeriesSamples]) -> str:
@@ -57,21 +52,14 @@ def openmetrics_text(series: Iterable[SeriesSamples]) -> str:
 def backfill(series: Iterable[SeriesSamples], data_dir: Path, *,
              promtool: Optional[str] = None, timeout_s: float = BACKFILL_TIMEOUT_S) -> Path:
     """Writes the series to `data_dir/../history.om` and turns them into blocks in
-    `data_dir` (made if missing). Returns the OpenMetrics file, kept for reading."""
+    `data_dir` (made if missing). Returns the OpenMetrics file, kept for reading.
+    ProgramFailed, ending with promtool's output, when it refuses them or runs too long."""
     exe = promtool or require_binary("promtool")
     data_dir.mkdir(parents=True, exist_ok=True)
     source = data_dir.parent / "history.om"
     source.write_text(openmetrics_text(series), encoding="utf-8")
-    command = [exe, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                              check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise BackfillError(f"promtool did not finish within {timeout_s:g} s") from None
-    if done.returncode != 0:
-        output = (done.stdout + done.stderr).strip()[-OUTPUT_TAIL_CHARS:]
-        raise BackfillError(f"promtool tsdb create-blocks-from openmetrics failed with status "
-                            f"{done.returncode}:\n{output}")
+    run_program([exe, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
+                "promtool tsdb create-blocks-from openmetrics", timeout_s)
     return source
 
 
