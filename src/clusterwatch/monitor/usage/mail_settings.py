@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor import prefixed_settings
 from clusterwatch.monitor.database_url import DatabaseUrlError, read_password_file
 
 PREFIX = "CLUSTERWATCH_EMAIL_"
@@ -43,7 +44,6 @@ MAX_TIMEOUT_S = 120.0  # slurmctld gives MailProg 120 s in all
 KNOWN = frozenset(PREFIX + name for name in (
     "HOST", "PORT", "USE_TLS", "USE_SSL", "USER", "PASSWORD_FILE", "FROM", "TIMEOUT",
     "BASE_URL", "DOMAIN", "JOBS"))
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _HOST = re.compile(r"[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]")
 _DOMAIN = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
                      r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -62,17 +62,11 @@ class MailSettings:
 
 
 def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
-    values = {name: value.strip() for name, value in environ.items()
-              if name.startswith(PREFIX) and value.strip()}
-    if PREFIX + "PASSWORD" in values:
-        raise ValueError(f"{PREFIX}PASSWORD is not read: the environment is no place for a "
-                         f"password; put it in a mode-600 file named by {PREFIX}PASSWORD_FILE "
-                         f"(or the systemd credential {CREDENTIAL})")
-    for name in sorted(values):
-        if name not in KNOWN:  # a typo must not silently send in clear or to nobody
-            raise ValueError(f"{name} is not a setting; the email ones are "
-                             f"{', '.join(sorted(KNOWN))}")
-    use_tls, use_ssl = _flag(values, "USE_TLS"), _flag(values, "USE_SSL")
+    # A typo must not silently send in clear or to nobody; a password variable is refused.
+    values = prefixed_settings.family(environ, PREFIX, KNOWN, password=PREFIX + "PASSWORD",
+                                      credential=CREDENTIAL, topic="email")
+    use_tls = prefixed_settings.flag(values, PREFIX + "USE_TLS")
+    use_ssl = prefixed_settings.flag(values, PREFIX + "USE_SSL")
     if use_tls and use_ssl:
         raise ValueError(f"{PREFIX}USE_TLS and {PREFIX}USE_SSL exclude each other: USE_SSL for "
                          "TLS from the start (port 465), USE_TLS for STARTTLS (port 587)")
@@ -104,14 +98,6 @@ def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     if sender:
         settings["DEFAULT_FROM_EMAIL"] = settings["SERVER_EMAIL"] = sender
     return settings
-
-
-def _flag(values: Mapping[str, str], suffix: str) -> bool:
-    text = values.get(PREFIX + suffix, "").lower()
-    if text and text not in _TRUE + _FALSE:
-        raise ValueError(f"{PREFIX}{suffix} must be one of {', '.join(_TRUE + _FALSE)}, "
-                         f"not {text[:40]!r}")
-    return text in _TRUE
 
 
 def _host(text: str) -> str:
