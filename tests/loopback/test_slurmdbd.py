@@ -13,8 +13,8 @@ import pytest
 from clusterwatch.loopback import slurm, slurmdbd
 from clusterwatch.loopback.mariadb import MariaDBMissing
 from clusterwatch.loopback.services import MissingComponent
-from clusterwatch.loopback.slurm import ClusterSettings, SlurmCluster, SlurmUnavailable
-from tests.components import unavailable
+from clusterwatch.loopback.slurm import ClusterSettings, SlurmCluster
+from tests.loopback.slurm_prerequisites import require_slurm
 from tests.loopback.test_slurm import conf_lines, settings
 
 
@@ -74,13 +74,7 @@ def test_without_accounting_the_cluster_says_so() -> None:
 
 @pytest.fixture
 def can_run_accounting() -> None:
-    try:
-        slurm.check_prerequisites()
-        slurmdbd.check_accounting_binaries(slurm.find_binary)
-    except MissingComponent as missing:
-        unavailable(missing)
-    except SlurmUnavailable as reason:
-        pytest.skip(str(reason))
+    require_slurm(accounting=True)
 
 
 def process_uid(pid: int) -> int:

@@ -90,10 +90,14 @@ def find_binary(name: str) -> str:
         "(scripts/setup installs it)")
 
 
-def check_prerequisites(cgroup_root: Path = DEFAULT_CGROUP_ROOT) -> None:
-    """Raise MissingComponent (a binary) or SlurmUnavailable (root, cgroup v1) when lacking."""
+def check_prerequisites(cgroup_root: Path = DEFAULT_CGROUP_ROOT, *,
+                        accounting: bool = False) -> None:
+    """Raise MissingComponent (a binary) or SlurmUnavailable (root, cgroup v1) when lacking;
+    with `accounting`, slurmdbd, its clients and MariaDB are needed too."""
     for name in _DEBIAN_PACKAGES:
         find_binary(name)
+    if accounting:
+        check_accounting_binaries(find_binary)
     if os.geteuid() != 0:
         raise SlurmUnavailable("the Slurm cluster needs root (slurmd creates job cgroups)")
     missing = [c for c in V1_CONTROLLERS if c not in _v1_mounts(cgroup_root)]
@@ -178,10 +182,8 @@ class SlurmCluster:
         return self._accounting
 
     def start(self) -> None:
-        check_prerequisites(self.cgroup_root)
+        check_prerequisites(self.cgroup_root, accounting=self._with_accounting)
         user = ensure_user(self.job_user)
-        if self._with_accounting:
-            check_accounting_binaries(find_binary)
         self.workdir = Path(tempfile.mkdtemp(prefix="cw-slurm-", dir=self._parent_dir))
         with _live_lock:
             _live.add(self)

@@ -14,10 +14,9 @@ from typing import Optional
 
 import pytest
 
-from clusterwatch.loopback import slurm, slurmdbd
-from clusterwatch.loopback.services import MissingComponent
-from clusterwatch.loopback.slurm import SlurmCluster, SlurmUnavailable
-from tests.components import unavailable
+from clusterwatch.loopback import slurm
+from clusterwatch.loopback.slurm import SlurmCluster
+from tests.loopback.slurm_prerequisites import require_slurm
 
 USER = slurm.DEFAULT_JOB_USER
 OTHER_USER, OTHER_ACCOUNT = "cwjobother", "cwother"
@@ -71,13 +70,7 @@ def real_jobs(config: pytest.Config) -> RealJobs:
     """The session's cluster and jobs, started now if this is the first test to ask."""
     global _shared
     if _shared is None:
-        try:
-            slurm.check_prerequisites()
-            slurmdbd.check_accounting_binaries(slurm.find_binary)
-        except MissingComponent as missing:
-            unavailable(missing)
-        except SlurmUnavailable as reason:
-            pytest.skip(str(reason))
+        require_slurm(accounting=True)
         cluster = SlurmCluster(accounting=True)
         cluster.start()
         config.add_cleanup(cluster.stop)

@@ -3,9 +3,12 @@ logging in as the users it makes, for the view and slurmdb source tests."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,15 @@ def create_view(jobs: RealJobs, tmp_path: Path, *options: str, admin: bool = Tru
     done = subprocess.run([*argv, *options], env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
     return Run(done.returncode, done.stdout, done.stderr)
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A port that takes connections (the kernel's backlog) and never says a word."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
 
 
 def login(jobs: RealJobs, user: str, password: str, **options: Any) -> Any:

@@ -5,9 +5,7 @@ its failures (login refused, no view, no server, no answer) as the monitor sees 
 from __future__ import annotations
 
 import dataclasses
-import socket
 import time
-from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import pytest
@@ -24,7 +22,7 @@ from clusterwatch.monitor.usage.sacct import SacctAccounting
 from clusterwatch.monitor.usage.slurmdb import SlurmDbAccounting
 from clusterwatch.monitor.usage.slurmdb_settings import SlurmDbSettings
 from tests.monitor.usage.real_slurm import OTHER_USER, USER, RealJobs, real_jobs
-from tests.monitor.usage.slurmdb_support import create_admin, create_view
+from tests.monitor.usage.slurmdb_support import create_admin, create_view, silent_port
 
 pytestmark = pytest.mark.integration
 
@@ -163,20 +161,8 @@ def test_a_server_that_is_not_there_is_a_failure(settings: SlurmDbSettings) -> N
         nowhere.job("1")
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port that takes connections (the kernel's backlog) and never says a word."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(8)
-        yield listener.getsockname()[1]
-
-
-def test_a_server_that_never_answers_times_out(
-    settings: SlurmDbSettings, silent_port: int
-) -> None:
-    silent = SlurmDbAccounting(dataclasses.replace(settings, port=silent_port, timeout_s=1.0))
+def test_a_server_that_never_answers_times_out(settings: SlurmDbSettings) -> None:
     started = time.monotonic()
-    with pytest.raises(AccountingFailed, match="timed out"):
-        silent.job("1")
+    with silent_port() as port, pytest.raises(AccountingFailed, match="timed out"):
+        SlurmDbAccounting(dataclasses.replace(settings, port=port, timeout_s=1.0)).job("1")
     assert time.monotonic() - started < 5

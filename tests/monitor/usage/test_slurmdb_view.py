@@ -4,9 +4,7 @@ file, a second run, and every refusal with its exit status."""
 
 from __future__ import annotations
 
-import socket
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pymysql
@@ -24,6 +22,7 @@ from tests.monitor.usage.slurmdb_support import (
     login,
     rows,
     secret_file,
+    silent_port,
 )
 
 pytestmark = pytest.mark.integration
@@ -267,20 +266,10 @@ def test_a_server_that_is_not_there_exits_1(jobs: RealJobs, tmp_path: Path) -> N
         run, ADMIN_PASSWORD)
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port that takes connections (the kernel's backlog) and never says a word."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(8)
-        yield listener.getsockname()[1]
-
-
-def test_a_server_that_never_answers_times_out(
-    jobs: RealJobs, tmp_path: Path, silent_port: int
-) -> None:
-    run = create_view(jobs, tmp_path, "--port", str(silent_port), "--timeout", "1",
-                      "--password-file", str(tmp_path / "pw"), timeout=60)
+def test_a_server_that_never_answers_times_out(jobs: RealJobs, tmp_path: Path) -> None:
+    with silent_port() as port:
+        run = create_view(jobs, tmp_path, "--port", str(port), "--timeout", "1",
+                          "--password-file", str(tmp_path / "pw"), timeout=60)
     assert run.returncode == 1
     assert "database error:" in one_line_without(run, ADMIN_PASSWORD)
     assert "timed out" in run.stderr
