@@ -3,14 +3,19 @@
 `SlurmCluster(accounting=True)` (loopback/slurm.py) starts this between munged and slurmctld,
 so `sacct` and `sacctmgr` answer and jobs land in a real `slurm_acct_db`:
 
+    check_prerequisites(accounting=True)     # MissingComponent / SlurmUnavailable
     with SlurmCluster(accounting=True) as cluster:
         accounting = cluster.accounting          # this module's SlurmAccounting
         accounting.add_user("alice", "physics")  # Unix account + association (default account)
         jobid = cluster.submit(script, user="alice", mem="8G", cpus_per_task=2)
         cluster.wait_done(jobid)
-        record = accounting.wait_accounted(jobid)   # sacct shows the job ended: its fields
+        line = accounting.wait_accounted(jobid)  # sacct's JobID, State, Start, End, Eligible
         SacctAccounting(accounting.sacct_program)   # a sacct that needs no SLURM_CONF
         accounting.database.sql("SELECT ...", "slurm_acct_db")   # root, private socket
+        accounting.database.port                 # TCP on 127.0.0.1, e.g. for the view command
+
+Every job needs `mem=`: without it a job is given the whole node's memory and the next one
+waits. Other users' jobs write their output in the shared, sticky jobs directory.
 
 The job user (`cwjobtest`) is registered under account `cwlab` (ACCOUNT); every user belongs to
 the cluster `cluster.cluster_name`, whose tables are `<cluster>_job_table` and friends.
