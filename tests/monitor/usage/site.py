@@ -34,8 +34,8 @@ def after(flag):
     return args[args.index(flag) + 1] if flag in args else None
 jobid, user = after("--jobs"), after("--user")
 for job in book["jobs"]:
-    raw = job["jobid"].split("_")[0].split("+")[0]
-    if jobid is not None and jobid not in (job["jobid"], raw):
+    parent = job["jobid"].split("_")[0].split("+")[0]
+    if jobid is not None and jobid not in (job["jobid"], parent, job.get("raw")):
         continue
     if user is not None and job["user"] != user:
         continue
@@ -58,13 +58,15 @@ class UsageSite:
             state: str = "COMPLETED", start: Optional[datetime] = None,
             hours: float = 1.0, cpus: int = 2, req_mem: str = "8G", max_rss: str = "204800K",
             total_cpu: str = "01:00:00", user_cpu: str = "59:00", system_cpu: str = "01:00",
-            name: str = "analysis", running: bool = False) -> tuple[datetime, datetime]:
-        """Record a job; returns its (start, end)."""
+            name: str = "analysis", running: bool = False,
+            raw_id: Optional[str] = None) -> tuple[datetime, datetime]:
+        """Record a job; returns its (start, end). `raw_id`: an array task's own job id
+        (JobIDRaw, 130 for task 123_4), found by `sacct -j 130` as the real one does."""
         start = start or datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=1)
         end = start + timedelta(hours=hours)
         elapsed = int(hours * 3600)
         fields = dict(
-            JobID=jobid, JobIDRaw=jobid, User=user, Account=account, State=state,
+            JobID=jobid, JobIDRaw=raw_id or jobid, User=user, Account=account, State=state,
             Start=str(int(start.timestamp())),
             End="Unknown" if running else str(int(end.timestamp())),
             Elapsed=f"{elapsed // 3600:02d}:{elapsed % 3600 // 60:02d}:{elapsed % 60:02d}",
@@ -78,7 +80,8 @@ class UsageSite:
                           End=fields["End"], Elapsed=fields["Elapsed"], AllocCPUS=str(cpus),
                           TotalCPU=total_cpu, UserCPU=user_cpu, SystemCPU=system_cpu,
                           JobName="batch") + "\n"
-        self._jobs.append({"jobid": jobid, "user": user, "lines": lines})
+        self._jobs.append({"jobid": jobid, "raw": raw_id or jobid, "user": user,
+                           "lines": lines})
         self._save()
         return start, end
 

@@ -67,7 +67,10 @@ def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visib
     now = now or timezone.now()
     check_jobid(jobid)
     kept = KeptSummary.objects.filter(jobid=jobid).first()
-    if kept is None:
+    # Someone else's kept job is asked of accounting as an unknown one is: otherwise the time
+    # taken, or a 404 where an unknown job gets a 503 while accounting is down, would tell
+    # that it exists.
+    if kept is None or not _may_see(visible, kept.document):
         job = (source or accounting(config)).job(jobid)
         _check_visible(visible, job.user, job.account, jobid)
         kept = KeptSummary.objects.filter(jobid=job.jobid).first()  # asked by its raw id
@@ -84,6 +87,10 @@ def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visib
 def _check_visible(visible: Optional[Visibility], user: str, account: str, jobid: str) -> None:
     if visible is not None and not visible(user, account):
         raise NotVisible(jobid)
+
+
+def _may_see(visible: Optional[Visibility], document: Mapping[str, Any]) -> bool:
+    return visible is None or visible(str(document["user"]), str(document["account"]))
 
 
 def _live_report(job: JobRecord, config: UsageConfig, now: datetime,

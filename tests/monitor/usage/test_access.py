@@ -1,0 +1,159 @@
+"""Who gets what from every usage path: one table over the URLconf's paths and every kind of
+asker (tests/monitor/usage/access_support.py).
+
+For each path and asker the job 4242 of alice is asked about in three states: unknown to
+accounting, known to accounting (the live path), kept in the database; and again with
+accounting down, before and after. An asker who may see the job gets 200 once it exists and
+its content; any other gets the same answer in every state, byte for byte (the CSRF token of
+the logout form aside): a refusal cannot tell a hidden job from an unknown one, and carries
+none of its user, account, name or id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Callable, Union
+
+import pytest
+from django.http import HttpResponse
+from django.test import Client
+from django.urls import URLPattern, reverse
+
+from clusterwatch.monitor.usage.report import load_report
+from clusterwatch.monitor.usage.urls import urlpatterns
+from tests.monitor.usage.access_support import (
+    ASKERS,
+    JOB_NAME,
+    JOBID,
+    OWNER,
+    Answer,
+    World,
+    add_hidden_job,
+    build_world,
+)
+from tests.monitor.usage.site import UsageSite
+
+pytestmark = pytest.mark.django_db
+
+SEES = "sees"  # 200 once the job exists, with its content
+Expected = Union[int, str]
+# What each path's arguments are in the matrix: alice's job, alice's list, a plot metric.
+ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu"}
+# The kind of each path of usage/urls.py: a path without one fails the matrix.
+KINDS = {
+    "usage-index": "index", "usage-api-user": "api_user", "usage-api-job": "api_job",
+    "usage-job": "page_job", "usage-user": "page_user", "usage-staff": "page_staff",
+    "usage-mail": "mail", "usage-pdf": "drawing", "usage-pie": "drawing",
+    "usage-plot": "drawing",
+}
+COLUMNS = ("index", "api_user", "api_job", "page_job", "page_user", "page_staff", "mail",
+           "drawing")
+S = SEES
+_NO_SCRIPT = (302, 403, 403, 302, 302, 302, 403, 403)  # a header that authenticates nobody
+_ANONYMOUS = (302, 403, 403, 302, 302, 302, 403, 302)
+EXPECTED: Mapping[str, tuple[Expected, ...]] = {
+    #              index api_u api_j page_j page_u staff mail draw
+    "owner":       (S,   S,    S,    S,     S,     404,  S,   S),
+    "other":       (200, 404,  404,  404,   404,   404,  404, 404),
+    "member_on":   (200, 404,  S,    S,     404,   404,  S,   S),
+    "member_off":  (200, 404,  404,  404,   404,   404,  404, 404),
+    "staff":       (S,   S,    S,    S,     S,     S,    S,   S),
+    "anonymous":   _ANONYMOUS,
+    "owner_token": (302, S,    S,    302,   302,   302,  S,   S),
+    "other_token": (302, 404,  404,  302,   302,   302,  404, 404),
+    "revoked_token": _NO_SCRIPT,
+    "wrong_scheme": _NO_SCRIPT,
+    "malformed":   _NO_SCRIPT,
+    "host_token":  _NO_SCRIPT,
+    "inactive":    _ANONYMOUS,
+    "inactive_ldap": _ANONYMOUS,
+    "case_twin":   (200, 404,  404,  404,   404,   404,  404, 404),
+    "lookalike_cyrillic":  (200, 404, 404, 404, 404, 404, 404, 404),
+    "lookalike_fullwidth": (200, 404, 404, 404, 404, 404, 404, 404),
+}
+
+
+def _shows_job(answer: HttpResponse) -> bool:
+    return JOB_NAME.encode() in answer.content
+
+
+def _lists_job(answer: HttpResponse) -> bool:
+    return f">{JOBID}<".encode() in answer.content
+
+
+def _api_job(answer: HttpResponse) -> bool:
+    return bool(json.loads(answer.content)["user"] == OWNER)
+
+
+def _api_user(answer: HttpResponse) -> bool:
+    return [job["jobid"] for job in json.loads(answer.content)["jobs"]] == [JOBID]
+
+
+def _drawing(answer: HttpResponse) -> bool:
+    return answer["Content-Type"] in ("image/png", "application/pdf")
+
+
+SHOWS: Mapping[str, Callable[[HttpResponse], bool]] = {
+    "index": lambda answer: f'href="/usage/jobs/{JOBID}/"'.encode() in answer.content,
+    "api_user": _api_user, "api_job": _api_job, "page_job": _shows_job,
+    "page_user": _lists_job, "page_staff": _lists_job, "mail": _shows_job,
+    "drawing": _drawing,
+}
+
+
+def pattern_names() -> list[str]:
+    return [p.name for p in urlpatterns if isinstance(p, URLPattern) and p.name]
+
+
+def path_of(name: str) -> str:
+    pattern = next(p for p in urlpatterns if isinstance(p, URLPattern) and p.name == name)
+    return str(reverse(name, kwargs={key: ARGUMENTS[key] for key in pattern.pattern.converters}))
+
+
+def test_it_has_a_row_for_every_usage_path_and_asker() -> None:
+    assert sorted(pattern_names()) == sorted(KINDS)
+    assert sorted(EXPECTED) == sorted(ASKERS)
+    assert all(len(row) == len(COLUMNS) for row in EXPECTED.values())
+
+
+@pytest.mark.parametrize("asker", sorted(ASKERS))
+@pytest.mark.parametrize("name", pattern_names())
+def test_it_answers_each_asker_of_each_path_as_the_table_says(
+        usage_site: UsageSite, monkeypatch: pytest.MonkeyPatch, settings: object,
+        name: str, asker: str) -> None:
+    settings.AUTHENTICATION_BACKENDS = [  # type: ignore[attr-defined]
+        "django.contrib.auth.backends.ModelBackend",
+        "clusterwatch.monitor.ldap_backend.DirectoryBackend"]
+    kind = KINDS[name]
+    expected = EXPECTED[asker][COLUMNS.index(kind)]
+    world = build_world(usage_site, monkeypatch)
+    client = ASKERS[asker].build(world)
+    path = path_of(name)
+    unknown, unknown_down = _ask(client, path, world)
+    add_hidden_job(usage_site)
+    live = client.get(path)
+    load_report(JOBID)  # kept, whoever asked before
+    kept, kept_down = _ask(client, path, world)
+    if expected == SEES:
+        for answer in (live, kept):
+            assert answer.status_code == 200, answer.content[:300]
+        assert SHOWS[kind](kept)
+        return
+    answers = [Answer.of(a) for a in (unknown, live, kept)]
+    assert answers[0].status == expected, answers[0].body[:300]
+    assert answers[1] == answers[0], "the live job is told from an unknown one"
+    assert answers[2] == answers[0], "the kept job is told from an unknown one"
+    assert Answer.of(kept_down) == Answer.of(unknown_down), \
+        "with accounting down, the kept job is told from an unknown one"
+    for answer in answers:
+        assert answer.leaks(ASKERS[asker].user) == [], answer.body[:300]
+
+
+def _ask(client: Client, path: str, world: World) -> tuple[HttpResponse, HttpResponse]:
+    """The answer, and the answer while sacct fails."""
+    answer = client.get(path)
+    world.site.fail("sacct: error: Problem talking to the database: Connection refused")
+    down = client.get(path)
+    world.site.fail("")
+    return answer, down
