@@ -23,7 +23,11 @@ def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = Non
               source: Optional[Accounting] = None) -> list[UsageDocument]:
     """The user's jobs since `since`, newest first. AccountingFailed/AccountingConfigError."""
     config = config or get_config()
-    records = (source or accounting(config)).jobs_of_user(user, since)
+    # Only the jobs accounting files under exactly this name: sacct resolves --user through
+    # the name service, which may ignore case (sssd) or read a number as a uid, so its answer
+    # for `Alice` or `1000` can be alice's jobs.
+    records = [record for record in (source or accounting(config)).jobs_of_user(user, since)
+               if record.user == user]
     kept = {
         row.jobid: cast(UsageDocument, row.document)
         for row in KeptSummary.objects.filter(user=user, end__gte=since).only("jobid", "document")
