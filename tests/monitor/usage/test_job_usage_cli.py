@@ -76,6 +76,8 @@ def test_a_failing_source_exits_1(tmp_path: Path, site: UsageSite) -> None:
     ({"CLUSTERWATCH_SACCT": "/nonexistent/sacct"}, "sacct program not found"),
     ({"CLUSTERWATCH_SCRAPE_INTERVAL_S": "-1"}, "CLUSTERWATCH_SCRAPE_INTERVAL_S"),
     ({"CLUSTERWATCH_USAGE_THRESHOLDS": "/nonexistent.toml"}, "does not exist"),
+    ({"CLUSTERWATCH_ACCOUNTING": "condor"}, "CLUSTERWATCH_ACCOUNTING must be one of"),
+    ({"CLUSTERWATCH_ACCOUNTING": "slurmdb"}, "needs CLUSTERWATCH_SLURMDB_URL"),
 ])
 def test_a_configuration_error_exits_78_with_one_line(tmp_path: Path, site: UsageSite,
                                                       changes: dict[str, str], says: str) -> None:

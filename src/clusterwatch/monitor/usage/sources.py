@@ -8,5 +8,10 @@ from clusterwatch.monitor.usage.sacct import SacctAccounting
 
 
 def accounting(config: UsageConfig) -> Accounting:
-    # CLUSTERWATCH_ACCOUNTING=slurmdb (the restricted database view) is chosen here too.
+    """`sacct` (default), or the restricted view of Slurm's database (CLUSTERWATCH_ACCOUNTING=
+    slurmdb, its connection from CLUSTERWATCH_SLURMDB_*); AccountingConfigError when wrong."""
+    if config.accounting == "slurmdb":
+        from clusterwatch.monitor.usage.slurmdb import SlurmDbAccounting  # PyMySQL only here
+
+        return SlurmDbAccounting.from_environment()
     return SacctAccounting(config.sacct_program)
