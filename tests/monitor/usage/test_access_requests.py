@@ -41,7 +41,7 @@ def test_it_answers_only_get_and_head_on_every_path(usage_site: UsageSite, name:
     assert UsageMail.objects.count() == 0  # GET /mail/ shows the email, never sends it
 
 
-def test_a_token_records_its_use_only_when_it_authenticated_the_request(
+def test_it_records_a_tokens_use_only_when_it_authenticated_the_request(
         usage_site: UsageSite, caplog: pytest.LogCaptureFixture) -> None:
     add_hidden_job(usage_site)
     owner = User.objects.create_user(OWNER)
@@ -84,7 +84,8 @@ def test_it_refuses_a_malformed_authorization_header(usage_site: UsageSite, valu
     assert answer.status_code == 403 and b"alice" not in answer.content
 
 
-def test_the_admin_revokes_a_token_only_with_the_forms_csrf_token(usage_site: UsageSite) -> None:
+def test_it_lets_the_admin_revoke_a_token_only_with_the_forms_csrf_token(
+        usage_site: UsageSite) -> None:
     add_hidden_job(usage_site)
     row, token = api_tokens.create(User.objects.create_user(OWNER))
     root = User.objects.create_user("root", is_staff=True, is_superuser=True)

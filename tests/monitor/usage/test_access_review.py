@@ -73,7 +73,7 @@ def test_it_lists_only_the_jobs_whose_user_is_exactly_the_name_asked(
 
 
 @pytest.mark.parametrize("asked", ["130", "123_4", "123", "123_5", "0130", "123_04"])
-def test_an_array_task_is_hidden_under_every_id_it_answers_to(
+def test_it_hides_an_array_task_under_every_id_it_answers_to(
         usage_site: UsageSite, asked: str) -> None:
     # Task 123_4 is job 130 to sacct, task 123_5 is 123 (the array's own id).
     bob, alice = logged_in("bob"), logged_in(OWNER)
@@ -91,7 +91,7 @@ def test_an_array_task_is_hidden_under_every_id_it_answers_to(
     assert unknown.status == 404 and unknown == live == kept
 
 
-def test_the_render_cache_serves_a_drawing_only_to_who_may_see_the_job(
+def test_it_serves_a_cached_drawing_only_to_who_may_see_the_job(
         usage_site: UsageSite) -> None:
     alice, bob, root = logged_in(OWNER), logged_in("bob"), logged_in("root", staff=True)
     paths = ("/pdf/{}", "/pie/{}/", "/plot/{}/cpu", "/plot/{}/jobs_cpu_percent")
@@ -125,8 +125,8 @@ def test_the_render_cache_serves_a_drawing_only_to_who_may_see_the_job(
     ("/api/v1/jobs/04242/usage", 404), ("/usage/users/alice./", 404),
     ("/usage/users/ALICE/", 404),
 ])
-def test_a_path_trick_shows_another_user_nothing(usage_site: UsageSite, path: str,
-                                                 status: int) -> None:
+def test_it_shows_another_user_nothing_through_a_path_trick(usage_site: UsageSite,
+                                                             path: str, status: int) -> None:
     bob = logged_in("bob")
     unknown = Answer.of(bob.get(path))
     add_hidden_job(usage_site)
@@ -138,16 +138,16 @@ def test_a_path_trick_shows_another_user_nothing(usage_site: UsageSite, path: st
     assert [s for s in unknown.leaks("bob") if s.decode() not in unquote(path)] == []
 
 
-def test_a_users_percent_encoded_job_id_is_the_same_job(usage_site: UsageSite) -> None:
+def test_it_takes_a_percent_encoded_job_id_as_the_same_job(usage_site: UsageSite) -> None:
     add_hidden_job(usage_site)
     path = "/api/v1/jobs/%34%32%34%32/usage"
     assert logged_in(OWNER).get(path).json()["jobid"] == JOBID
     assert logged_in("bob").get(path).status_code == 404
 
 
-def test_the_index_never_names_another_users_latest_job(usage_site: UsageSite) -> None:
+def test_it_never_names_another_users_latest_job_in_the_index(usage_site: UsageSite) -> None:
     bob = logged_in("bob")
-    usage_site.job("77", user="bob", start=None, hours=0.5)
+    usage_site.job("77", user="bob", hours=0.5)
     load_report("77")
     before = Answer.of(bob.get("/"))
     add_hidden_job(usage_site)
@@ -157,7 +157,7 @@ def test_the_index_never_names_another_users_latest_job(usage_site: UsageSite) -
     assert after.leaks("bob") == []
 
 
-def test_json_refusals_are_one_line_and_the_same_size(usage_site: UsageSite) -> None:
+def test_it_answers_json_refusals_alike_in_size_and_content(usage_site: UsageSite) -> None:
     add_hidden_job(usage_site)
     bob = logged_in("bob")
     unknown, hidden = bob.get("/api/v1/jobs/4243/usage"), bob.get(f"/api/v1/jobs/{JOBID}/usage")
