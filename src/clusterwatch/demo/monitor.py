@@ -139,8 +139,8 @@ def run(data_dir: Path, port: int, out: IO[str], *, check: bool = False,
         usage = stack.enter_context(usage_steps.sources(data_dir, out))
         monitor = stack.enter_context(steps.monitor(data_dir, port, database, usage.environ,
                                                     out))
-        password = steps.create_account(monitor, OPERATOR, staff=True)
-        researcher = steps.create_account(monitor, RESEARCHER)
+        logins = steps.create_accounts(monitor, {OPERATOR: True, RESEARCHER: False})
+        password, researcher = logins[OPERATOR], logins[RESEARCHER]
         hosts = steps.harvesters(data_dir)
         for host in hosts:
             host.write_env(monitor.url, steps.create_token(monitor, host.key))

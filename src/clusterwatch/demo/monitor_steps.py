@@ -4,6 +4,7 @@ production: gunicorn, management commands, MariaDB, the reporter zipapp. See mon
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 import socket
 import sys
@@ -74,22 +75,21 @@ def check_prerequisites() -> None:
         raise DemoError(str(exc)) from None
 
 
-def create_account(server: MonitorServer, username: str, *, staff: bool = False) -> str:
-    """A demo login with a fresh password (returned; given to the shell through its
-    environment, never its argv)."""
-    password = secrets.token_urlsafe(12)
-    server.manage("shell", "-c", _CREATE_ACCOUNT, extra_environ={
-        "CLUSTERWATCH_DEMO_USER": username, "CLUSTERWATCH_DEMO_PASSWORD": password,
-        "CLUSTERWATCH_DEMO_STAFF": "1" if staff else ""})
-    return password
+def create_accounts(server: MonitorServer, staff: Mapping[str, bool]) -> dict[str, str]:
+    """Demo logins, each with a fresh password (returned), staff as `staff` says; one
+    `manage shell` run, the passwords in its environment, never its argv."""
+    passwords = {name: secrets.token_urlsafe(12) for name in staff}
+    accounts = [[name, passwords[name], staff[name]] for name in staff]
+    server.manage("shell", "-c", _CREATE_ACCOUNTS,
+                  extra_environ={"CLUSTERWATCH_DEMO_ACCOUNTS": json.dumps(accounts)})
+    return passwords
 
 
-_CREATE_ACCOUNT = (  # run by `clusterwatch monitor shell -c`
-    "import os\n"
+_CREATE_ACCOUNTS = (  # run by `clusterwatch monitor shell -c`
+    "import json, os\n"
     "from django.contrib.auth import get_user_model\n"
-    "get_user_model().objects.create_user(os.environ['CLUSTERWATCH_DEMO_USER'], "
-    "password=os.environ['CLUSTERWATCH_DEMO_PASSWORD'], "
-    "is_staff=bool(os.environ['CLUSTERWATCH_DEMO_STAFF']))\n"
+    "for name, password, staff in json.loads(os.environ['CLUSTERWATCH_DEMO_ACCOUNTS']):\n"
+    "    get_user_model().objects.create_user(name, password=password, is_staff=staff)\n"
 )
 
 
