@@ -95,3 +95,11 @@ def test_an_ended_jobs_drawings_are_cached(usage_site: UsageSite) -> None:
     assert len(cached) == 1 and cached[0].stat().st_mode & 0o777 == 0o600
     assert client.get("/plot/4242/jobs_cpu_percent").content == first  # an alias: one file
     assert len(list(get_config().cache_dir.iterdir())) == 1
+
+
+@pytest.mark.parametrize("path", ["/pdf/4242", "/plot/4242/cpu", "/api/v1/jobs/4242/usage",
+                                  "/api/v1/jobs/77/usage", "/pie/77/"])
+def test_no_shared_or_browser_cache_keeps_a_report(usage_site: UsageSite, path: str) -> None:
+    measured_job(usage_site)
+    control = alice().get(path)["Cache-Control"]
+    assert "private" in control and "no-store" in control

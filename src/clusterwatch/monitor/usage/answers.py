@@ -11,6 +11,7 @@ import logging
 from typing import Any, Callable, Union
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import patch_cache_control
 
 from clusterwatch.monitor.usage.access import asker, visibility
 from clusterwatch.monitor.usage.accounting import (
@@ -69,17 +70,27 @@ def accounting_refusal(exc: AccountingError) -> Refusal:
     return Refusal(503, f"accounting is not available: {exc}")
 
 
+def kept_private(answer: HttpResponse) -> HttpResponse:
+    """A report is one person's: never stored by a shared cache, nor by a browser on a
+    shared machine after logout."""
+    patch_cache_control(answer, private=True, no_store=True)
+    return answer
+
+
 def json_view(body: Callable[..., Any]) -> Callable[..., HttpResponse]:
     """An API view: its Refusals become JSON errors; GET and HEAD only; 404 when the usage
     reports are off."""
 
     def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return kept_private(answer(request, *args, **kwargs))
+
+    def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not usage_enabled():
             return json_error(404, "the usage reports are off (CLUSTERWATCH_PROMETHEUS_URL)")
         if request.method not in ("GET", "HEAD"):
-            answer: HttpResponse = json_error(405, "only GET")
-            answer["Allow"] = "GET, HEAD"
-            return answer
+            refused: HttpResponse = json_error(405, "only GET")
+            refused["Allow"] = "GET, HEAD"
+            return refused
         try:
             result: Union[HttpResponse, Any] = body(request, *args, **kwargs)
         except Refusal as refusal:

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.usage import rendered
-from clusterwatch.monitor.usage.answers import Refusal, fetch_report
+from clusterwatch.monitor.usage.answers import Refusal, fetch_report, kept_private
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
 from clusterwatch.monitor.usage.plot_metrics import UnknownMetric, resolve_metric
 from clusterwatch.monitor.usage.render_cache import RenderCache
@@ -28,6 +28,9 @@ View = Callable[..., HttpResponse]
 def drawing(body: View) -> View:
     @functools.wraps(body)
     def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return kept_private(answer(request, *args, **kwargs))
+
+    def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not usage_enabled():
             return _text(404, "the usage reports are off on this monitor")
         if not request.user.is_authenticated and "Authorization" not in request.headers:
