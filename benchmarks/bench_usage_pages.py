@@ -182,6 +182,8 @@ def phases(sacct: str, rounds: int) -> list[tuple[str, float]]:
 
     from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
     from clusterwatch.monitor.usage.list_params import user_query
+    from clusterwatch.monitor.usage.models import KeptSummary
+    from clusterwatch.monitor.usage.row_markup import user_rows
     from clusterwatch.monitor.usage.sacct import SacctAccounting
     from clusterwatch.monitor.usage.user_jobs import user_jobs
     from clusterwatch.monitor.usage.user_view import user_view
@@ -189,15 +191,20 @@ def phases(sacct: str, rounds: int) -> list[tuple[str, float]]:
     query = user_query({}, django_time.now())
     documents = user_jobs(USER, query.since)
     view = user_view(USER, documents, query, PAGE_SIZE)
+    kept = KeptSummary.objects.filter(user=USER, end__gte=query.since).only("jobid", "document")
     return [
         ("sacct: run and parse", median_ms(
             lambda: SacctAccounting(sacct).jobs_of_user(USER, query.since), rounds)),
-        ("user_jobs: sacct, kept summaries, documents", median_ms(
+        ("kept summaries: read and decode", median_ms(
+            lambda: [row.document for row in kept.all()], rounds)),
+        ("user_jobs: both, and the other jobs' documents", median_ms(
             lambda: user_jobs(USER, query.since), rounds)),
         ("user_view: filter, sort, one page of rows", median_ms(
             lambda: user_view(USER, documents, query, PAGE_SIZE), rounds)),
-        ("template", median_ms(lambda: render_to_string("usage/user.html", {"view": view}),
-                               rounds)),
+        ("rows' markup and the template", median_ms(
+            lambda: render_to_string("usage/user.html", {"view": view,
+                                                         "rows": user_rows(view.rows)}),
+            rounds)),
     ]
 
 
