@@ -10,7 +10,7 @@ import html
 import re
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -39,7 +39,7 @@ User.objects.create_user("root", password=password, is_staff=True)
 class Stage:
     server: MonitorServer
     browser: Chromium
-    password: str
+    password: str = field(repr=False)  # never in a failing test's report
 
 
 def visible_text(dom: str) -> str:
