@@ -151,7 +151,7 @@ def pages(jobs: Sequence[JobPlan]) -> list[UsagePage]:
         job_page(bursty, "8 CPUs busy in bursts, idle between them (bursty CPU)"),
         job_page(good, "a well-behaved job: no warning"),
         UsagePage(f"/pdf/{cpu.jobid}", "the report as a PDF (summary, warnings, every plot)",
-                  "application/pdf", starts=b"%PDF-"),
+                  "application/pdf", (cpu.jobid,), starts=b"%PDF-"),
         UsagePage(f"/plot/{bursty.jobid}/cpu", "CPUs busy over the job's life (PNG)",
                   "image/png", starts=b"\x89PNG"),
         UsagePage(f"/pie/{cpu.jobid}/", "user vs system CPU time (PNG)", "image/png",
@@ -171,20 +171,26 @@ def check_pages(server: MonitorServer, urls: Sequence[UsagePage],
     password); DemoError unless it answers 200 with its content type and content."""
     sessions = {staff: login(server, *account) for staff, account in logins.items()}
     for page in urls:
-        status, content_type, body = fetch(server.url, page.path, sessions[page.staff].cookies)
-        text = body.decode("utf-8", "replace")
-        if status != 200:
-            raise DemoError(f"{server.url}{page.path} answered {status}, not 200: "
-                            f"{text[:300]}")
-        if not content_type.startswith(page.content_type):
-            raise DemoError(f"{page.path} answered {content_type!r}, not {page.content_type}")
-        if not body.startswith(page.starts):
-            raise DemoError(f"{page.path} does not start as {page.content_type} does")
-        missing = [shown for shown in page.shows if shown not in text]
-        if missing:
-            raise DemoError(f"{page.path} does not show {', '.join(map(repr, missing))}")
+        problem = page_problem(page, *fetch(server.url, page.path, sessions[page.staff].cookies))
+        if problem is not None:
+            raise DemoError(f"{server.url}{page.path} {problem}")
     out.write(f"  usage pages: {len(urls)} pages, plots, the PDF and the API answered through "
               "gunicorn with what each should show\n")
+
+
+def page_problem(page: UsagePage, status: int, content_type: str, body: bytes) -> Optional[str]:
+    """None when the answer is what `page` should answer, else what is wrong with it."""
+    text = body.decode("utf-8", "replace")
+    if status != 200:
+        return f"answered {status}, not 200" + (f": {text[:300]}" if text.strip() else "")
+    if not content_type.startswith(page.content_type):
+        return f"answered {content_type!r}, not {page.content_type}"
+    if not body.startswith(page.starts):
+        return f"does not start as {page.content_type} does"
+    missing = [shown for shown in page.shows if shown not in text]
+    if missing:
+        return f"does not show {', '.join(map(repr, missing))}"
+    return None
 
 
 def login(server: MonitorServer, username: str, password: str) -> Session:
