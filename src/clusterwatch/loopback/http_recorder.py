@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import ssl
 import sys
 import threading
 import time
@@ -132,10 +133,13 @@ _S = TypeVar("_S", bound="LoopbackHTTPServer")
 class LoopbackHTTPServer:
     """A ThreadingHTTPServer on 127.0.0.1 (kernel-chosen port) in a daemon thread.
 
-    Subclasses implement `respond`, which runs on the server's handler threads.
+    Subclasses implement `respond`, which runs on the server's handler threads. With `tls`
+    (a server context) it speaks HTTPS; each connection's handshake runs on its handler
+    thread, so a client that never completes one holds no other request.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: Optional[ssl.SSLContext] = None) -> None:
+        self.tls = tls
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
         self._stopping = threading.Event()
@@ -152,7 +156,8 @@ class LoopbackHTTPServer:
     @property
     def url(self) -> str:
         """Base URL, e.g. http://127.0.0.1:40123 (no trailing slash)."""
-        return f"http://{LOOPBACK}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{LOOPBACK}:{self.port}"
 
     def start(self: _S) -> _S:
         if self._server is not None:
@@ -276,9 +281,22 @@ class _Server(http.server.ThreadingHTTPServer):
         self.owner = owner
         super().__init__(address, handler)
 
+    def get_request(self) -> tuple[Any, Any]:
+        connection, address = super().get_request()
+        if self.owner.tls is not None:
+            connection = self.owner.tls.wrap_socket(connection, server_side=True,
+                                                    do_handshake_on_connect=False)
+        return connection, address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.do_handshake()  # here, on the handler's thread, not the accepting one
+        super().finish_request(request, client_address)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that gave up (timeout preset) is expected, not worth a traceback.
-        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+        # A client that gave up (timeout preset) or refused the test certificate is
+        # expected, not worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError, ssl.SSLError)):
             return
         super().handle_error(request, client_address)
 
