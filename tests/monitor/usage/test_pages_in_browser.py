@@ -136,8 +136,9 @@ def test_it_lists_sorts_and_filters_a_users_jobs_in_a_browser(stage: Stage) -> N
     browser.open(f"{base}/usage/users/alice/")
     text = visible_text(browser.dom())
     assert "Jobs of alice 24 jobs that ran in the last 30 days; 1 of 24 with warnings" in text
-    assert re.search(r"4242 md-run COMPLETED \S+ \S+ UTC 2 50\.0 % 8\.0 GiB 200\.0 MiB 2\.4 % 0 "
-                     r"2 h 2 h Low CPU efficiency Memory over-requested 4243 well-sized", text)
+    assert re.search(r"4242 md-run COMPLETED \d{4}-\d\d-\d\d \d\d:\d\d 2 50\.0 % 8\.0 GiB "
+                     r"200\.0 MiB 2\.4 % 0 2 h 2 h Low CPU efficiency Memory over-requested "
+                     r"4243 well-sized", text)
     assert "&lt;script&gt;" in browser.dom() and "<script" not in browser.dom()
     rows = browser.evaluate("document.querySelectorAll('tbody tr').length")
     assert rows == 24

@@ -46,10 +46,10 @@ def test_it_lists_the_users_jobs_with_allocated_and_used_side_by_side(
     text = text_of(answer)
     assert "4 jobs that ran in the last 30 days" in text
     assert "Job CPU Memory GPU Time" in text
-    assert ("Job Name State Started ▼ CPUs CPU eff. Memory asked Memory peak Memory eff. GPUs "
-            "Time limit Elapsed Warnings") in text
-    assert re.search(r"3 analysis COMPLETED \S+ \S+ UTC 2 50\.0 % 16\.0 GiB 2\.0 GiB 12\.5 % 0 "
-                     r"2 h 1 h", text)
+    assert ("Job Name State Started (UTC) ▼ CPUs CPU eff. Memory asked Memory peak "
+            "Memory eff. GPUs Time limit Elapsed Warnings") in text
+    assert re.search(r"3 analysis COMPLETED \d{4}-\d\d-\d\d \d\d:\d\d 2 50\.0 % 16\.0 GiB "
+                     r"2\.0 GiB 12\.5 % 0 2 h 1 h", text)
     assert re.search(r"4 analysis RUNNING .* 2 — 8\.0 GiB — — 0 2 h 1 h so far", text)
     assert "9" not in job_ids(answer)
     assert usage_site.prometheus.queries == []  # accounting's figures: no query per job
@@ -61,7 +61,7 @@ def test_it_shows_a_kept_jobs_warnings_as_badges(usage_site: UsageSite) -> None:
     client = client_of("alice")
     client.get("/usage/jobs/7/")  # keeps its summary
     content = client.get("/usage/users/alice/").content.decode()
-    assert '<span class="badge warn nowrap" title="low_cpu_efficiency">Low CPU efficiency' \
+    assert '<span class="badge warn" title="low_cpu_efficiency">Low CPU efficiency' \
         '</span>' in content
     assert 'title="memory_over_request">Memory over-requested</span>' in content
     assert "1 of 1 with warnings" in text_of(client.get("/usage/users/alice/"))

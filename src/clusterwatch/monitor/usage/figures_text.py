@@ -114,12 +114,12 @@ def moment(text: Optional[str]) -> Optional[datetime]:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def moment_text(text: Optional[str], missing: str = "—") -> str:
-    """`2026-11-29 13:30 UTC`, or `missing`."""
+def moment_text(text: Optional[str], missing: str = "—", *, zone: bool = True) -> str:
+    """`2026-11-29 13:30 UTC` (without ` UTC` where a heading says it), or `missing`."""
     parsed = moment(text)
     if parsed is None:
         return missing
-    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M" + (" UTC" if zone else ""))
 
 
 def jobid_order(jobid: str) -> tuple[int, ...]:

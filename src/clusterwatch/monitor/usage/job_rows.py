@@ -51,7 +51,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("jobid", "Job", "desc", lambda d: jobid_order(d["jobid"])),
     Column("name", "Name", "asc", lambda d: d.get("name", "").casefold(), numeric=False),
     Column("state", "State", "asc", lambda d: d["state"], numeric=False),
-    Column("start", "Started", "desc", lambda d: d["start"], numeric=False),
+    Column("start", "Started (UTC)", "desc", lambda d: d["start"], numeric=False),
     Column("cpus", "CPUs", "desc", lambda d: d["cpus_allocated"]),
     Column("cpu_efficiency", "CPU eff.", "asc", lambda d: _finite(d["cpu_efficiency"])),
     Column("memory_requested", "Memory asked", "desc", lambda d: d["memory_requested_bytes"]),
@@ -83,7 +83,7 @@ def job_row(d: UsageDocument) -> JobRow:
     gpus = str(d["gpus_allocated"]) + ("" if mean is None else f" ({percent(mean)} busy)")
     return JobRow(
         jobid=d["jobid"], name=d.get("name", ""), state=d["state"], running=d["running"],
-        start=moment_text(d["start"], "not started"),
+        start=moment_text(d["start"], "not started", zone=False),  # the heading says UTC
         cells=(str(d["cpus_allocated"]), _percent(d["cpu_efficiency"]),
                _size(d["memory_requested_bytes"]), _size(d["memory_peak_bytes"]),
                _percent(d["memory_efficiency"]), gpus,

@@ -32,7 +32,7 @@ def _row(row: JobRow) -> str:
     if row.running:
         state = f'<span class="badge ok">{state}</span>'
     cells = "".join(f'<td class="num nowrap">{escape(cell)}</td>' for cell in row.cells)
-    badges = "".join(f'<span class="badge warn nowrap" title="{escape(code)}">'
+    badges = "".join(f'<span class="badge warn" title="{escape(code)}">'
                      f"{escape(title)}</span> " for code, title in row.warnings)
     if not row.judged:
         badges = NOT_JUDGED
