@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
 from clusterwatch.loopback.fake_iri import NO_USER, OUTAGE, FakeIri
 from clusterwatch.monitor.panda.iri_client import VIEW_CAP_BYTES, view_file
-from clusterwatch.monitor.panda.iri_errors import IriError
+from clusterwatch.monitor.panda.iri_errors import KINDS, IriError
 from clusterwatch.notify.http import HttpResponse, request
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
 
@@ -194,3 +195,12 @@ def test_it_reports_an_unknown_resource_as_refused(iri: FakeIri) -> None:
     assert (info.value.kind, info.value.status) == ("refused", 404)
     assert str(info.value) == ("IRI API refused the view request (HTTP 404): "
                                "Resource no-such-resource not found")
+
+
+def test_it_documents_every_kind_of_failure() -> None:
+    docs = (Path(__file__).parents[3] / "docs" / "monitor.md").read_text()
+    section = docs.split("## NERSC IRI API client\n", 1)[1].split("\n## ", 1)[0]
+    documented = [line.split("|")[1].strip(" `") for line in section.splitlines()
+                  if line.startswith("| `")]
+    assert documented == list(KINDS)
+    assert f"size={VIEW_CAP_BYTES}" in section
