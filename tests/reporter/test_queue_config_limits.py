@@ -146,6 +146,11 @@ def test_it_quotes_a_long_value_cut_short() -> None:
                    "harvester ignores it"
 
 
+def test_it_notes_a_number_too_long_to_quote_without_failing() -> None:
+    (note,) = push(maxWorkers=-(10 ** 5000)).notes  # past 3.11's int-to-text digit limit
+    assert note == "maxWorkers (a number too long to show) is negative: harvester uses 0"
+
+
 def test_it_applies_the_ratio_of_the_running_workers() -> None:
     limits = pull(nQueueLimitWorker=100, maxWorkers=200, nQueueLimitWorkerRatio=50,
                   nQueueLimitWorkerMin=10)
@@ -167,6 +172,13 @@ def test_it_applies_the_minimum_when_the_ratio_gives_less() -> None:
     assert found.value == 10
     assert found.derivation == ("nQueueLimitWorker 100 -> 100; nQueueLimitWorkerRatio 50% of 4 "
                                 "running = 2, below nQueueLimitWorkerMin 10 -> min(100, 10) = 10")
+
+
+def test_it_applies_the_ratio_when_it_gives_exactly_the_minimum() -> None:
+    limits = pull(nQueueLimitWorker=100, maxWorkers=200, nQueueLimitWorkerRatio=50,
+                  nQueueLimitWorkerMin=10)
+    assert derivation(limits, 20) == ("nQueueLimitWorker 100 -> 100; nQueueLimitWorkerRatio 50% "
+                                      "of 20 running = 10 -> min(100, 10) = 10")
 
 
 def test_it_never_lets_the_minimum_exceed_max_workers_when_no_queue_limit_is_set() -> None:

@@ -61,7 +61,10 @@ class LimitInForce(NamedTuple):
 
 def shown(value: Any) -> str:
     """A configuration value as a message quotes it: its JSON text, cut short."""
-    text = json.dumps(value, sort_keys=True, default=repr)
+    try:
+        text = json.dumps(value, sort_keys=True, default=repr)
+    except ValueError:  # an integer past Python's digit limit (3.11): not worth quoting
+        return "(a number too long to show)"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -103,7 +106,7 @@ def _integer(name: str, value: Any, notes: List[str]) -> Optional[int]:
         notes.append(f"{name} {shown(value)} is not an integer: harvester ignores it")
         return None
     if value < 0:
-        notes.append(f"{name} {value} is negative: harvester uses 0")
+        notes.append(f"{name} {shown(value)} is negative: harvester uses 0")
         return 0
     return value
 
