@@ -55,7 +55,7 @@ def since_of(request: HttpRequest) -> datetime:
     text = request.GET.get("days", "").strip()
     if not text:
         days = DEFAULT_DAYS
-    elif text.isdigit() and 1 <= int(text) <= MAX_DAYS:
+    elif text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_DAYS:  # not '٣'
         days = int(text)
     else:
         raise Refusal(400, f"days must be a whole number from 1 to {MAX_DAYS}")

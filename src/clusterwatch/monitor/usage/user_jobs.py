@@ -28,9 +28,11 @@ def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = Non
     # for `Alice` or `1000` can be alice's jobs.
     records = [record for record in (source or accounting(config)).jobs_of_user(user, since)
                if record.user == user]
+    # Plain tuples: a model instance per kept job cost a third of a 1,000-job page.
     kept = {
-        row.jobid: cast(UsageDocument, row.document)
-        for row in KeptSummary.objects.filter(user=user, end__gte=since).only("jobid", "document")
+        jobid: cast(UsageDocument, document)
+        for jobid, document in KeptSummary.objects.filter(user=user, end__gte=since)
+        .values_list("jobid", "document")
     }
     documents = []
     for record in records:
