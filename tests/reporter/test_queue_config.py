@@ -19,6 +19,7 @@ from clusterwatch.reporter.queue_config import (
 )
 
 PERLMUTTER = Path(__file__).with_name("queue_config_perlmutter.json")
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "queue-config.md"
 # The sections the harvester requires of every queue, as a template usually gives them.
 PLUGINS = {section: {"name": f"Dummy{section}", "module": f"pandaharvester.{section}"}
            for section in MANDATORY_SECTIONS}
@@ -237,3 +238,11 @@ def test_it_records_the_perlmutter_like_configuration() -> None:
     assert record["problems"] == [{"queue": "NERSC_Perlmutter_epic_old", "fatal": False,
                                    "message": 'templateQueueName "nersc.pull_v0_TEMPLATE" '
                                               "names no template: harvester skips this queue"}]
+
+
+def test_it_records_what_the_docs_show() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    shown = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    record = perlmutter().to_record({"NERSC_Perlmutter_epic": 120})
+    assert shown["queues"] == {"NERSC_Perlmutter_epic": record["queues"]["NERSC_Perlmutter_epic"]}
+    assert (shown["templates"], shown["problems"]) == (record["templates"], record["problems"])

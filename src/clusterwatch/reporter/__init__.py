@@ -15,7 +15,8 @@ database through the mysql client), `host` (processes, log freshness, disk volum
 positions as one step), `delivery` (the pass over the backlog) with `buffer` (records waiting
 on disk) and `delivery_counts` (what was lost, until a record reports it), `answer_policy`
 (what each HTTP answer means) and `https_post` (the transport: one post under one deadline),
-`envfile`.
+`envfile`, and `queue_config` (the harvester's queue configuration as it sees it, with
+`queue_config_file` and `queue_limits`; the monitor imports it too).
 """
 
 REPORTER_VERSION = "1.0.0"
