@@ -22,6 +22,7 @@ import re
 import time
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from clusterwatch.monitor.panda.iri_errors import IriError, clean, from_answer, from_transport
@@ -69,17 +70,16 @@ def view_file(base_url: str, resource_id: str, path: str, token: str, *,
         sleep(poll_interval_s)
 
 
+@dataclass(frozen=True)
 class _Api:
     """GETs under the base URL, each within both its own timeout and the read's deadline."""
 
-    def __init__(self, base_url: str, token: str, timeout_s: float, deadline: float,
-                 http: HttpRequest, clock: Callable[[], float]) -> None:
-        self.base_url = base_url
-        self.token = token
-        self.timeout_s = timeout_s
-        self.deadline = deadline
-        self.http = http
-        self.clock = clock
+    base_url: str
+    token: str = field(repr=False)  # a repr may reach a log or a test's report
+    timeout_s: float
+    deadline: float
+    http: HttpRequest
+    clock: Callable[[], float]
 
     def get(self, route: str, step: str, max_body: int) -> dict[str, Any]:
         left = self.deadline - self.clock()
