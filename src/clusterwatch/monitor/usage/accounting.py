@@ -51,6 +51,10 @@ class JobRecord:
     time_limit_s: Optional[int]  # None: unlimited or unknown
     name: str
     exit_code: str
+    # The scheduler's own number of the job (sacct's JobIDRaw: 130 for array task 123_4, 124
+    # for component 123+1), which the exporter's series carry as `jobid` (the number of the
+    # job's cgroup). "" when the source does not say: the series are then asked by `jobid`.
+    jobid_raw: str = ""
 
     @property
     def running(self) -> bool:

@@ -98,7 +98,9 @@ def _live_report(job: JobRecord, config: UsageConfig, now: datetime,
     series = None
     if job.start is not None:
         try:
-            series = fetch(config.prometheus_url, job.jobid, job.start, job.end or now,
+            # By the job's own number: the exporter labels an array task 123_4 as 130.
+            series = fetch(config.prometheus_url, job.jobid_raw or job.jobid, job.start,
+                           job.end or now,
                            scrape_interval_s=config.scrape_interval_s,
                            timeout_s=config.prometheus_timeout_s)
         except PrometheusError as exc:
@@ -142,7 +144,8 @@ def _series_of_kept(document: Mapping[str, Any], config: UsageConfig,
         notes = document.get("notes") or [SERIES_NOT_MEASURED]
         return None, str(notes[-1])
     try:
-        series = fetch(config.prometheus_url, str(document["jobid"]), start, end,
+        series = fetch(config.prometheus_url,
+                       str(document.get("jobid_raw") or document["jobid"]), start, end,
                        scrape_interval_s=config.scrape_interval_s,
                        timeout_s=config.prometheus_timeout_s)
     except PrometheusError as exc:

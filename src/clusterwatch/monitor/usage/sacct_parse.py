@@ -118,6 +118,7 @@ def _record(job: _Job, zone: Optional[tzinfo]) -> JobRecord:
         time_limit_s=_field(n, "Timelimit", lambda: parse_time_limit(v["Timelimit"])),
         name=v["JobName"],
         exit_code=v["ExitCode"],
+        jobid_raw=v["JobIDRaw"],
     )
 
 

@@ -142,4 +142,5 @@ def to_record(row: Mapping[str, Any], now: datetime,
         time_limit_s=time_limit_s(int(row["timelimit"])),
         name=row["job_name"] or "",
         exit_code=exit_code(int(row["exit_code"] or 0)),
+        jobid_raw=str(row["id_job"]),
     )

@@ -25,6 +25,9 @@ class WarningDocument(TypedDict):
 
 class UsageDocument(TypedDict):
     jobid: str
+    # The job's own number (130 for array task 123_4): the exporter's `jobid` label, by which
+    # the plots of a kept job are read again. Absent from summaries kept before it was added.
+    jobid_raw: str
     name: str  # the job's name as submitted: user-written text, escaped wherever shown
     user: str
     account: str
@@ -62,6 +65,7 @@ def usage_document(job: JobRecord, summary: UsageSummary,
                    warnings: Sequence[UsageWarning]) -> UsageDocument:
     return {
         "jobid": job.jobid,
+        "jobid_raw": job.jobid_raw or job.jobid,
         "name": job.name,
         "user": job.user,
         "account": job.account,
