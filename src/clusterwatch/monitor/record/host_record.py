@@ -40,6 +40,14 @@ from clusterwatch.monitor.record.logs import (
     submission_log,
 )
 from clusterwatch.monitor.record.reading import integer, number, obj, text
+from clusterwatch.monitor.record.remote_sections import (
+    Dialogs,
+    Instance,
+    QueueStatus,
+    dialogs,
+    instance,
+    queue_status,
+)
 from clusterwatch.monitor.record.sections import REQUIRED_SECTIONS
 from clusterwatch.monitor.record.times import parse_utc
 
@@ -64,6 +72,10 @@ class HostRecord:
     collect_seconds: Optional[float] = None
     characters_replaced: Optional[CharactersReplaced] = None
     state: Optional[StateDamage] = None
+    # A remote harvester's record (built from the PanDA server) has these; a reporter's not.
+    instance: Optional[Instance] = None
+    queue_status: Optional[QueueStatus] = None
+    dialogs: Optional[Dialogs] = None
     # Which of REQUIRED_SECTIONS the JSON lacked, in that order.
     missing_sections: tuple[str, ...] = field(default=(), metadata={"derived": True})
 
@@ -90,5 +102,8 @@ def parse_record(stored: Mapping[str, Any]) -> HostRecord:
         collect_seconds=number(record.get("collect_seconds")),
         characters_replaced=characters_replaced(record.get("characters_replaced")),
         state=state_damage(record.get("state")),
+        instance=instance(record.get("instance")),
+        queue_status=queue_status(record.get("queue_status")),
+        dialogs=dialogs(record.get("dialogs")),
         missing_sections=tuple(name for name in REQUIRED_SECTIONS if name not in record),
     )

@@ -1,0 +1,48 @@
+"""Times in the remote harvester record: the PanDA server's naive UTC timestamps, the
+builder's clock, and the record's UTC text.
+
+The server writes its harvester tables in UTC without a zone, so a naive datetime from a row
+is UTC; the builder's `now` must be aware (a naive clock would be the host's local time, the
+very mistake this module exists to avoid). Two clocks meet here, the server's and this
+host's: a row may be dated after `now`. Counting windows are half open, `(start, end]`, so a
+row dated ahead is counted by the first run whose window reaches it, never twice and never
+dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Optional
+
+from clusterwatch.monitor.record import times
+
+UTC = dt.timezone.utc
+
+
+def as_utc(moment: dt.datetime) -> dt.datetime:
+    """A row's timestamp (naive: UTC) or a clock reading, as an aware UTC datetime."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def clock(now: dt.datetime) -> dt.datetime:
+    """The builder's `now`, checked: it must say its zone."""
+    if now.tzinfo is None:
+        raise ValueError("now must be an aware datetime (UTC), not naive local time")
+    return now.astimezone(UTC)
+
+
+def utc_text(moment: Optional[dt.datetime]) -> Optional[str]:
+    """The record's time form, `YYYY-MM-DDTHH:MM:SSZ` (fractions dropped), or None."""
+    return None if moment is None else times.utc_text(as_utc(moment))
+
+
+def seconds(later: dt.datetime, earlier: dt.datetime) -> int:
+    """Whole seconds from `earlier` to `later` (negative when `later` is earlier)."""
+    return int((as_utc(later) - as_utc(earlier)).total_seconds() // 1)
+
+
+def within(moment: Optional[dt.datetime], start: dt.datetime, end: dt.datetime) -> bool:
+    """`moment` in the half-open window `(start, end]`; a NULL time is in no window."""
+    return moment is not None and start < as_utc(moment) <= end
