@@ -143,3 +143,15 @@ def test_a_failure_from_an_exception_is_one_line_with_its_class() -> None:
     failure = SourceFailed.of(TimeoutError("no answer\nwithin   30 s"))
     assert failure.reason == "TimeoutError: no answer within 30 s"
     assert SourceFailed.of(ConnectionResetError()).reason == "ConnectionResetError"
+
+
+def test_it_takes_the_latest_of_two_heartbeat_rows_and_names_a_metrics_row_without_host() -> None:
+    record = build(rows(
+        instances=[instance(lastupdate=ago(minutes=2), sw_version="0.7.5"),
+                   instance(lastupdate=ago(hours=3), sw_version="0.6.0"),
+                   instance(harvester_id="BNL_osg_harvester_1", lastupdate=ago(seconds=1))],
+        metrics=[metrics(None, ago(minutes=1), '{"cpu_pc": 2.0}')]))
+    assert (record["instance"]["version"], record["instance"]["heartbeat_age_s"]) == ("0.7.5",
+                                                                                      120)
+    assert list(record["harvester_db"]["service_metrics"]["by_host"]) == ["(null)"]
+    assert record["hostname"] == ""  # a login node without a name is no host name

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote_times import as_utc, utc_text
+from clusterwatch.monitor.panda.remote_times import as_utc, latest_per, utc_text
 from clusterwatch.monitor.panda.server_rows import DialogRow, Rows, SourceFailed
 
 WINDOW = dt.timedelta(hours=24)
@@ -44,7 +44,9 @@ def dialogs_section(harvester_id: str, rows: Rows[DialogRow], queues: Iterable[s
     names = _QueueNames(queues)
     other_levels: dict[str, int] = {}
     kept: list[tuple[str, DialogRow]] = []
-    for row in _latest_per_id(row for row in rows if row["harvester_id"] == harvester_id):
+    mine = (row for row in rows if row["harvester_id"] == harvester_id)
+    for row in latest_per(mine, lambda row: row["diagid"],
+                          lambda row: row["creationtime"]).values():
         if as_utc(row["creationtime"]) <= start:
             continue
         level = (row["messagelevel"] or "").strip().upper()
@@ -84,16 +86,6 @@ def dialogs_section(harvester_id: str, rows: Rows[DialogRow], queues: Iterable[s
         "kinds_left_out": len(left_out),
         "messages_left_out": sum(kind["count"] for kind in left_out),
     }
-
-
-def _latest_per_id(rows: Iterable[DialogRow]) -> list[DialogRow]:
-    # The server replaces a dialog by its diagid; should a copy hold two, the later stands.
-    latest: dict[int, DialogRow] = {}
-    for row in rows:
-        known = latest.get(row["diagid"])
-        if known is None or as_utc(row["creationtime"]) >= as_utc(known["creationtime"]):
-            latest[row["diagid"]] = row
-    return list(latest.values())
 
 
 def _message(level: str, row: DialogRow) -> dict[str, Any]:

@@ -12,13 +12,10 @@ used to identify the harvester, which only its id does.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from typing import Any
 
-from clusterwatch.monitor.panda.remote_times import as_utc, seconds, utc_text
+from clusterwatch.monitor.panda.remote_times import latest_per, seconds, utc_text
 from clusterwatch.monitor.panda.server_rows import InstanceRow, Rows, SourceFailed
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 def instance_section(harvester_id: str, rows: Rows[InstanceRow], now: dt.datetime,
@@ -26,7 +23,9 @@ def instance_section(harvester_id: str, rows: Rows[InstanceRow], now: dt.datetim
     """`instance`; `nothing_else`: no other table has a row for this id either."""
     if isinstance(rows, SourceFailed):
         return {"error": f"harvester_instances: {rows.reason}", "harvester_id": harvester_id}
-    mine = [row for row in rows if row["harvester_id"] == harvester_id]
+    # The id is the table's primary key: one row, or (a copy of the table) its latest.
+    mine = latest_per((row for row in rows if row["harvester_id"] == harvester_id),
+                      lambda row: row["harvester_id"], lambda row: row["lastupdate"])
     if not mine:
         error = (f"no harvester_instances row for {harvester_id!r}: the PanDA server has "
                  "had no heartbeat from it")
@@ -34,7 +33,7 @@ def instance_section(harvester_id: str, rows: Rows[InstanceRow], now: dt.datetim
             error += (" and has no worker, dialog, metrics or worker stats row for it either"
                       " (is the harvester id right?)")
         return {"error": error, "harvester_id": harvester_id}
-    row = _latest(mine)
+    row = mine[harvester_id]
     beat = row["lastupdate"]
     section: dict[str, Any] = {
         "harvester_id": harvester_id,
@@ -52,8 +51,3 @@ def instance_section(harvester_id: str, rows: Rows[InstanceRow], now: dt.datetim
             section["heartbeat_ahead_s"] = -age
     return section
 
-
-def _latest(rows: Sequence[InstanceRow]) -> InstanceRow:
-    # The id is the table's primary key, so there is one row; should a copy of the table
-    # hold more, the latest heartbeat is the one that stands.
-    return max(rows, key=lambda row: as_utc(row["lastupdate"] or _EPOCH))

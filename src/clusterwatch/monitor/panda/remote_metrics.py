@@ -15,7 +15,7 @@ import datetime as dt
 import json
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote_times import as_utc, seconds, utc_text
+from clusterwatch.monitor.panda.remote_times import as_utc, latest_per, seconds, utc_text
 from clusterwatch.monitor.panda.server_rows import MetricsRow, Rows, SourceFailed
 from clusterwatch.reporter.queue_config_file import json_kind
 
@@ -26,14 +26,9 @@ def service_metrics(harvester_id: str, rows: Rows[MetricsRow],
                     now: dt.datetime) -> dict[str, Any]:
     if isinstance(rows, SourceFailed):
         return {"error": f"harvester_metrics: {rows.reason}"}
-    latest: dict[str, MetricsRow] = {}
-    for row in rows:
-        if row["harvester_id"] != harvester_id:
-            continue
-        host = row["harvester_host"] or NO_HOST
-        known = latest.get(host)
-        if known is None or as_utc(row["creation_time"]) >= as_utc(known["creation_time"]):
-            latest[host] = row
+    latest = latest_per((row for row in rows if row["harvester_id"] == harvester_id),
+                        lambda row: row["harvester_host"] or NO_HOST,
+                        lambda row: row["creation_time"])
     by_host = {host: {"creationTime": utc_text(row["creation_time"]),
                       "age_s": max(seconds(now, row["creation_time"]), 0),
                       "metrics": parse_metrics(row["metrics"])}

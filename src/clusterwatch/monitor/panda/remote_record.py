@@ -23,7 +23,7 @@ from clusterwatch.monitor.panda.remote_limits import (
     launch_limits,
     queue_status,
 )
-from clusterwatch.monitor.panda.remote_metrics import service_metrics
+from clusterwatch.monitor.panda.remote_metrics import NO_HOST, service_metrics
 from clusterwatch.monitor.panda.remote_times import clock, seconds, utc_text
 from clusterwatch.monitor.panda.remote_workers import summarise_workers
 from clusterwatch.monitor.panda.server_rows import (
@@ -109,7 +109,7 @@ def build_record(harvester_id: str, key: str, rows: ServerRows, queue_config: Qu
         "host": key,
         # The login node the harvester last reported metrics from (its own FQDN);
         # harvester_instances.hostname is only where its heartbeat came from.
-        "hostname": metrics.get("hostName") or "",
+        "hostname": _login_node(metrics),
         "collected_at": utc_text(now),
         "reporter_version": BUILDER_VERSION,
         "interval": {"since": utc_text(since), "seconds": max(seconds(now, since), 0),
@@ -134,6 +134,11 @@ def build_record(harvester_id: str, key: str, rows: ServerRows, queue_config: Qu
         "dialogs": dialogs_section(harvester_id, rows.dialogs, queues, now),
     }
     return record
+
+
+def _login_node(metrics: dict[str, Any]) -> str:
+    host = metrics.get("hostName")
+    return host if isinstance(host, str) and host != NO_HOST else ""
 
 
 def _only_in_logs(what: str) -> dict[str, Any]:

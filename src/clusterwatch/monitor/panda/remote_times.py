@@ -12,11 +12,15 @@ dropped.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Optional
+from collections.abc import Hashable, Iterable
+from typing import Callable, Optional, TypeVar
 
 from clusterwatch.monitor.record import times
 
 UTC = dt.timezone.utc
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+RowT = TypeVar("RowT")
+KeyT = TypeVar("KeyT", bound=Hashable)
 
 
 def as_utc(moment: dt.datetime) -> dt.datetime:
@@ -46,3 +50,22 @@ def seconds(later: dt.datetime, earlier: dt.datetime) -> int:
 def within(moment: Optional[dt.datetime], start: dt.datetime, end: dt.datetime) -> bool:
     """`moment` in the half-open window `(start, end]`; a NULL time is in no window."""
     return moment is not None and start < as_utc(moment) <= end
+
+
+def latest_per(rows: Iterable[RowT], key: Callable[[RowT], KeyT],
+               when: Callable[[RowT], Optional[dt.datetime]]) -> dict[KeyT, RowT]:
+    """The latest row for each key (a NULL time is the oldest; of two equal, the later one).
+
+    The server replaces a worker, a dialog or an instance in place; should a copy of a table
+    hold two rows for one of them anyway, its latest stands."""
+    latest: dict[KeyT, RowT] = {}
+    for row in rows:
+        name = key(row)
+        known = latest.get(name)
+        if known is None or _time(when(row)) >= _time(when(known)):
+            latest[name] = row
+    return latest
+
+
+def _time(moment: Optional[dt.datetime]) -> dt.datetime:
+    return _EPOCH if moment is None else as_utc(moment)

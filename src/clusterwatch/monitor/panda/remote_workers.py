@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote_times import as_utc, utc_text, within
+from clusterwatch.monitor.panda.remote_times import as_utc, latest_per, utc_text, within
 from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed, WorkerRow
 from clusterwatch.reporter.condor_events import MAX_REASON_CHARS, SOURCE_DIAG, SOURCE_NONE
 from clusterwatch.reporter.harvester_db import (
@@ -66,7 +66,8 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
     if isinstance(rows, SourceFailed):
         error = {"error": f"harvester_workers: {rows.reason}"}
         return Workers({part: dict(error) for part in PARTS}, dict(error))
-    workers = _latest_per_worker(row for row in rows if row["harvesterid"] == harvester_id)
+    workers = list(latest_per((row for row in rows if row["harvesterid"] == harvester_id),
+                              lambda row: row["workerid"], lambda row: row["lastupdate"]).values())
     live: dict[str, dict[str, int]] = {}
     overdue: dict[str, dict[str, int]] = {}
     started: dict[str, dict[str, int]] = {}
@@ -100,17 +101,6 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
         running={site: counts.get("running", 0) for site, counts in live.items()},
         last_submitted={site: utc_text(at) or "" for site, at in last_submitted.items()},
         any_rows=bool(workers))
-
-
-def _latest_per_worker(rows: Iterable[WorkerRow]) -> list[WorkerRow]:
-    # The server updates a worker's row in place, though lastupdate is in the primary key:
-    # should a copy hold two rows of one worker, its latest stands.
-    latest: dict[int, WorkerRow] = {}
-    for row in rows:
-        known = latest.get(row["workerid"])
-        if known is None or as_utc(row["lastupdate"]) >= as_utc(known["lastupdate"]):
-            latest[row["workerid"]] = row
-    return list(latest.values())
 
 
 def _add(counts: dict[str, dict[str, int]], site: str, status: str) -> None:
