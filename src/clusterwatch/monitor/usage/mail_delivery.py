@@ -26,7 +26,7 @@ from clusterwatch.monitor.usage.accounting import (
 )
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
 from clusterwatch.monitor.usage.mail_message import build_message, compose, describe
-from clusterwatch.monitor.usage.mail_recipient import greeting_name
+from clusterwatch.monitor.usage.mail_recipient import greeting_name, recipient_for
 from clusterwatch.monitor.usage.mail_settings import (
     MailSettings,
     require_sending,
@@ -128,6 +128,9 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
     document = report.document
     if not KeptSummary.objects.filter(jobid=document["jobid"]).exists():
         return _wait(row, sender, now + timedelta(minutes=1), "the figures are being kept")
+    not_owners = _to_owner(row, sender, str(document["user"]))
+    if not_owners is not None:
+        return not_owners
     if row.trigger == "poller" and sender.mail.jobs != "all" and not document["warnings"]:
         why = f"no warning (CLUSTERWATCH_EMAIL_JOBS={sender.mail.jobs})"
         if not sender.dry_run:
@@ -148,6 +151,25 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
         return _failed(row, sender, _smtp_error(exc, sender.password), now)
     mail_outbox.sent(row, now)
     return Delivery(row.jobid, "sent", f"to {row.recipient}")
+
+
+def _to_owner(row: UsageMail, sender: Sender, owner: str) -> Optional[Delivery]:
+    """The report goes to the job's owner, as accounting names them for this job alone. A row
+    queued under another user (a line written in a job's name and read in the poller's list
+    of every user's jobs, for an id that job then got) is re-addressed to the owner, or
+    given up when the owner has no address; None when the row may be sent."""
+    if owner[:64] == row.user:
+        return None
+    recipient = recipient_for(owner, sender.mail)
+    if recipient is None:
+        why = f"job {row.jobid} is {owner[:64]!r}'s, who has no email address"
+        if not sender.dry_run:
+            mail_outbox.give_up(row, why)
+        return Delivery(row.jobid, "failed", why)
+    if not sender.dry_run:
+        mail_outbox.readdress(row, owner, recipient)
+    row.user, row.recipient = owner[:64], recipient
+    return None
 
 
 def _message(row: UsageMail, report: UsageReport, sender: Sender) -> EmailMultiAlternatives:

@@ -115,6 +115,12 @@ def skipped(row: UsageMail, why: str) -> None:
     _finish(row, state=UsageMail.SKIPPED, last_error=_line(why))
 
 
+def readdress(row: UsageMail, user: str, recipient: str) -> None:
+    """The job's owner instead of the user the row was queued for; the claim stays ours."""
+    UsageMail.objects.filter(id=row.id, claim=row.claim).update(user=user[:64],
+                                                                recipient=recipient[:254])
+
+
 def release(row: UsageMail) -> None:
     """Give the claim back untouched (the run stops before deciding, e.g. on a config error)."""
     _finish(row)

@@ -61,14 +61,16 @@ def find_job(text: str, jobid: str, zone: Optional[tzinfo] = None) -> Optional[J
 
 def _jobs(text: str) -> dict[str, _Job]:
     jobs: dict[str, _Job] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in _lines(text):
         if not line.strip():
             continue
         values = _split(line, number)
         jobid = values["JobID"]
         parent, dot, _step = jobid.partition(".")
         if not dot:
-            jobs[jobid] = _Job(number, values)
+            # The first line of a job is sacct's: a later one can only have been written in
+            # the name of this job or of one of its steps.
+            jobs.setdefault(jobid, _Job(number, values))
             continue
         job = jobs.get(parent)
         if job is not None:  # a step of a job outside the selection is not ours to report
@@ -76,6 +78,20 @@ def _jobs(text: str) -> dict[str, _Job]:
             if rss is not None:
                 job.step_rss.append(rss)
     return jobs
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """sacct's lines with their numbers. Only "\n" ends one (str.splitlines() would also cut
+    at a form feed, U+2028, ... that a job's name may hold), and a piece with fewer
+    separators than a line has continues the line before it: JobName, the last field, is
+    the only one a user writes, and Slurm keeps a line break typed in it."""
+    lines: list[tuple[int, str]] = []
+    for number, piece in enumerate(text.rstrip("\n").split("\n"), start=1):
+        if lines and piece.count("|") < len(FIELDS) - 1:
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{piece}")
+        else:
+            lines.append((number, piece))
+    return lines
 
 
 def _split(line: str, number: int) -> dict[str, str]:
