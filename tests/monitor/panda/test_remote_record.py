@@ -3,6 +3,7 @@ against the schema (jsonschema and ingest's compiled check), read by the monitor
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from typing import Any
@@ -230,9 +231,17 @@ def test_it_refuses_a_clock_without_a_zone() -> None:
 
 
 def test_it_builds_the_same_record_from_rows_with_or_without_a_zone() -> None:
-    plain = build_record(HARVESTER, KEY, rows(instances=[instance()]), perlmutter_config(), NOW)
-    zoned = build_record(HARVESTER, KEY, rows(instances=[instance(
-        lastupdate=dt.datetime(2026, 10, 2, 20, 26, tzinfo=dt.timezone(dt.timedelta(hours=2))),
-        starttime=ago(days=2).replace(tzinfo=dt.timezone.utc))]), perlmutter_config(),
-        NOW.astimezone(dt.timezone(dt.timedelta(hours=-5))))
-    assert zoned == plain
+    plain_rows = perlmutter_rows()
+    east = dt.timezone(dt.timedelta(hours=2))
+
+    def zoned(row: Any) -> Any:
+        return {name: value.replace(tzinfo=dt.timezone.utc).astimezone(east)
+                if isinstance(value, dt.datetime) else value for name, value in row.items()}
+
+    zoned_rows = dataclasses.replace(plain_rows, **{
+        table: [zoned(row) for row in getattr(plain_rows, table)]
+        for table in ("instances", "workers", "dialogs", "metrics", "worker_stats")})
+    plain = build_record(HARVESTER, KEY, plain_rows, perlmutter_config(), NOW)
+    other = build_record(HARVESTER, KEY, zoned_rows, perlmutter_config(),
+                         NOW.astimezone(dt.timezone(dt.timedelta(hours=-5))))
+    assert other == plain and plain["harvester_db"]["workers_now"]

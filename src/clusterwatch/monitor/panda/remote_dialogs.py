@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote_times import as_utc, latest_per, utc_text
+from clusterwatch.monitor.panda.remote_times import latest_per, server_time, utc_text
 from clusterwatch.monitor.panda.server_rows import DialogRow, Rows, SourceFailed
 
 WINDOW = dt.timedelta(hours=24)
@@ -40,6 +40,7 @@ def dialogs_section(harvester_id: str, rows: Rows[DialogRow], queues: Iterable[s
     `dated_ahead`); `queues` are the harvester's queue names."""
     if isinstance(rows, SourceFailed):
         return {"error": f"harvester_dialogs: {rows.reason}"}
+    now = server_time(now)
     start = now - WINDOW
     names = _QueueNames(queues)
     other_levels: dict[str, int] = {}
@@ -47,7 +48,7 @@ def dialogs_section(harvester_id: str, rows: Rows[DialogRow], queues: Iterable[s
     mine = (row for row in rows if row["harvester_id"] == harvester_id)
     for row in latest_per(mine, lambda row: row["diagid"],
                           lambda row: row["creationtime"]).values():
-        if as_utc(row["creationtime"]) <= start:
+        if server_time(row["creationtime"]) <= start:
             continue
         level = (row["messagelevel"] or "").strip().upper()
         if level in LEVELS:
@@ -55,7 +56,7 @@ def dialogs_section(harvester_id: str, rows: Rows[DialogRow], queues: Iterable[s
         else:
             name = level or "(none)"
             other_levels[name] = other_levels.get(name, 0) + 1
-    kept.sort(key=lambda pair: (as_utc(pair[1]["creationtime"]), pair[1]["diagid"]))
+    kept.sort(key=lambda pair: (server_time(pair[1]["creationtime"]), pair[1]["diagid"]))
     modules: dict[str, dict[str, Any]] = {}
     kinds: dict[tuple[str, str, str], dict[str, Any]] = {}
     for level, row in kept:  # oldest first: the last one seen is the latest
@@ -79,7 +80,7 @@ def dialogs_section(harvester_id: str, rows: Rows[DialogRow], queues: Iterable[s
     return {
         "since": utc_text(start), "window_s": int(WINDOW.total_seconds()),
         "messages": len(kept),
-        "dated_ahead": sum(1 for _, row in kept if as_utc(row["creationtime"]) > now),
+        "dated_ahead": sum(1 for _, row in kept if server_time(row["creationtime"]) > now),
         "other_levels": other_levels,
         "modules": dict(sorted(modules.items())),
         "kinds": ordered[:KINDS_KEPT],

@@ -21,7 +21,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
-from clusterwatch.monitor.panda.remote_times import as_utc, utc_text
+from clusterwatch.monitor.panda.remote_times import server_time, utc_text
 from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed, WorkerStatsRow
 from clusterwatch.reporter.queue_config import EffectiveQueue, QueueConfigSet
 
@@ -62,7 +62,7 @@ def launch_limits(config: QueueConfig, harvester_id: str, stats: Rows[WorkerStat
                   now: dt.datetime) -> dict[str, Any]:
     if isinstance(config, SourceFailed):
         return {"error": f"queue configuration: {config.reason}"}
-    to_submit = _to_submit(harvester_id, stats, now)
+    to_submit = _to_submit(harvester_id, stats, server_time(now))
     return {name: _entry(queue, to_submit, running, last_submitted)
             for name, queue in sorted(config.queues.items())}
 
@@ -107,7 +107,7 @@ def _to_submit(harvester_id: str, stats: Rows[WorkerStatsRow],
         if row["harvester_id"] != harvester_id:
             continue
         site = sites.setdefault(row["computingsite"], {TO_SUBMIT: 0, "at": None, "by_type": {}})
-        at = as_utc(row["lastupdate"])
+        at = server_time(row["lastupdate"])
         if site["at"] is None or at > site["at"]:
             site["at"] = at
         if row["status"] == TO_SUBMIT:

@@ -15,7 +15,7 @@ import datetime as dt
 import json
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote_times import as_utc, latest_per, seconds, utc_text
+from clusterwatch.monitor.panda.remote_times import latest_per, seconds, server_time, utc_text
 from clusterwatch.monitor.panda.server_rows import MetricsRow, Rows, SourceFailed
 from clusterwatch.reporter.queue_config_file import json_kind
 
@@ -33,7 +33,7 @@ def service_metrics(harvester_id: str, rows: Rows[MetricsRow],
                       "age_s": max(seconds(now, row["creation_time"]), 0),
                       "metrics": parse_metrics(row["metrics"])}
                for host, row in sorted(latest.items())}
-    newest: Optional[str] = max(latest, key=lambda host: as_utc(latest[host]["creation_time"]),
+    newest: Optional[str] = max(latest, key=lambda host: server_time(latest[host]["creation_time"]),
                                 default=None)
     if newest is None:
         return {"hostName": None, "creationTime": None, "metrics": None, "by_host": {}}

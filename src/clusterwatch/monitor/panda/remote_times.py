@@ -3,7 +3,9 @@ builder's clock, and the record's UTC text.
 
 The server writes its harvester tables in UTC without a zone, so a naive datetime from a row
 is UTC; the builder's `now` must be aware (a naive clock would be the host's local time, the
-very mistake this module exists to avoid). Two clocks meet here, the server's and this
+very mistake this module exists to avoid). Inside the builder every time is naive UTC, as
+the rows are: tens of thousands of row times are then compared as they come, none converted
+(an aware row time is converted once). Two clocks meet here, the server's and this
 host's: a row may be dated after `now`. Counting windows are half open, `(start, end]`, so a
 row dated ahead is counted by the first run whose window reaches it, never twice and never
 dropped.
@@ -15,41 +17,39 @@ import datetime as dt
 from collections.abc import Hashable, Iterable
 from typing import Callable, Optional, TypeVar
 
-from clusterwatch.monitor.record import times
-
 UTC = dt.timezone.utc
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH = dt.datetime(1970, 1, 1)
 RowT = TypeVar("RowT")
 KeyT = TypeVar("KeyT", bound=Hashable)
 
 
-def as_utc(moment: dt.datetime) -> dt.datetime:
-    """A row's timestamp (naive: UTC) or a clock reading, as an aware UTC datetime."""
+def server_time(moment: dt.datetime) -> dt.datetime:
+    """A row's timestamp as the server keeps it: naive UTC (an aware one converted)."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def clock(now: dt.datetime) -> dt.datetime:
-    """The builder's `now`, checked: it must say its zone."""
+    """The builder's `now`, checked (it must say its zone), in server time."""
     if now.tzinfo is None:
         raise ValueError("now must be an aware datetime (UTC), not naive local time")
-    return now.astimezone(UTC)
+    return server_time(now)
 
 
 def utc_text(moment: Optional[dt.datetime]) -> Optional[str]:
     """The record's time form, `YYYY-MM-DDTHH:MM:SSZ` (fractions dropped), or None."""
-    return None if moment is None else times.utc_text(as_utc(moment))
+    return None if moment is None else server_time(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def seconds(later: dt.datetime, earlier: dt.datetime) -> int:
     """Whole seconds from `earlier` to `later` (negative when `later` is earlier)."""
-    return int((as_utc(later) - as_utc(earlier)).total_seconds() // 1)
+    return int((server_time(later) - server_time(earlier)).total_seconds() // 1)
 
 
 def within(moment: Optional[dt.datetime], start: dt.datetime, end: dt.datetime) -> bool:
-    """`moment` in the half-open window `(start, end]`; a NULL time is in no window."""
-    return moment is not None and start < as_utc(moment) <= end
+    """`moment` in the half-open window `(start, end]` (server time); NULL is in none."""
+    return moment is not None and start < server_time(moment) <= end
 
 
 def latest_per(rows: Iterable[RowT], key: Callable[[RowT], KeyT],
@@ -68,4 +68,4 @@ def latest_per(rows: Iterable[RowT], key: Callable[[RowT], KeyT],
 
 
 def _time(moment: Optional[dt.datetime]) -> dt.datetime:
-    return _EPOCH if moment is None else as_utc(moment)
+    return _EPOCH if moment is None else server_time(moment)

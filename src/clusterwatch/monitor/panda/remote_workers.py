@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote_times import as_utc, latest_per, utc_text, within
+from clusterwatch.monitor.panda.remote_times import latest_per, server_time, utc_text, within
 from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed, WorkerRow
 from clusterwatch.reporter.condor_events import MAX_REASON_CHARS, SOURCE_DIAG, SOURCE_NONE
 from clusterwatch.reporter.harvester_db import (
@@ -66,6 +66,7 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
     if isinstance(rows, SourceFailed):
         error = {"error": f"harvester_workers: {rows.reason}"}
         return Workers({part: dict(error) for part in PARTS}, dict(error))
+    now, since = server_time(now), server_time(since)
     workers = list(latest_per((row for row in rows if row["harvesterid"] == harvester_id),
                               lambda row: row["workerid"], lambda row: row["lastupdate"]).values())
     live: dict[str, dict[str, int]] = {}
@@ -77,14 +78,14 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
         site, status = worker["computingsite"] or NO_SITE, worker["status"]
         if status in LIVE_STATUSES:
             since_when = worker["submittime"] or worker["lastupdate"]
-            counts = live if now - as_utc(since_when) <= LIVE_FOR else overdue
+            counts = live if now - server_time(since_when) <= LIVE_FOR else overdue
             _add(counts, site, status)
         if within(worker["starttime"], since, now):
             _add(started, site, status)
         submitted = worker["submittime"]
         if submitted is not None:
-            if site not in last_submitted or as_utc(submitted) > last_submitted[site]:
-                last_submitted[site] = as_utc(submitted)
+            if site not in last_submitted or server_time(submitted) > last_submitted[site]:
+                last_submitted[site] = server_time(submitted)
             if within(submitted, since, now):
                 entry = submission.setdefault(site, _submit_entry())
                 entry["submit_failures" if status == SUBMIT_FAILED
@@ -136,7 +137,7 @@ def _not_finished(workers: Sequence[WorkerRow], now: dt.datetime) -> Any:
     candidates = sorted(
         (worker for worker in workers
          if _did_not_finish(worker) and within(worker["endtime"], day, now)),
-        key=lambda worker: (as_utc(worker["endtime"] or now), worker["workerid"]),
+        key=lambda worker: (server_time(worker["endtime"] or now), worker["workerid"]),
         reverse=True)[:CANDIDATE_LIMIT]
     reasons = {}
     for worker in candidates:
