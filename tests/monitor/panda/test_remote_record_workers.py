@@ -128,7 +128,7 @@ def test_it_gives_submission_entries_to_configured_queues_without_workers() -> N
     found = summarise_workers(HARVESTER, [], [GPU, EPIC], NOW, SINCE)
     assert list(found.submission["queues"]) == [EPIC, GPU]
     assert found.submission["queues"][GPU]["workers_submitted"] == 0
-    assert found.running == {} and found.any_rows is False
+    assert found.running == {} and found.last_submitted == {}
 
 
 def test_it_makes_every_part_the_error_when_the_table_was_not_read() -> None:

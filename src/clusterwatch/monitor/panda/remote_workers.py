@@ -56,7 +56,6 @@ class Workers:
     submission: dict[str, Any]
     running: Optional[dict[str, int]] = None  # live workers in status running, by site
     last_submitted: dict[str, str] = field(default_factory=dict)  # by site
-    any_rows: bool = False
 
 
 def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable[str],
@@ -100,8 +99,7 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
     return Workers(
         parts, {"queues": dict(sorted(submission.items()))},
         running={site: counts.get("running", 0) for site, counts in live.items()},
-        last_submitted={site: utc_text(at) or "" for site, at in last_submitted.items()},
-        any_rows=bool(workers))
+        last_submitted={site: utc_text(at) or "" for site, at in last_submitted.items()})
 
 
 def _add(counts: dict[str, dict[str, int]], site: str, status: str) -> None:
