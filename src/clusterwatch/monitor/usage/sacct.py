@@ -67,6 +67,8 @@ class SacctAccounting:
         if returncode != 0:
             raise AccountingFailed(
                 f"sacct failed with exit status {returncode}: {_last_line(stderr)}")
+        if b"\0" in stdout:  # no Slurm string holds one, and PostgreSQL refuses it in text
+            raise AccountingFailed("sacct wrote output with a NUL byte")
         try:
             return stdout.decode("utf-8")
         except UnicodeDecodeError:

@@ -20,6 +20,11 @@ _REQ_MEM = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([cn]?)")
 _DURATION = re.compile(r"(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+)(?:\.([0-9]+))?")
 _NO_TIME = frozenset({"", "Unknown", "None"})
 _NO_LIMIT = frozenset({"UNLIMITED", "Partition_Limit", "INVALID", ""})
+_COUNT = re.compile(r"[0-9]{1,10}")  # Slurm's counts are 32-bit
+# Beyond these no sacct writes a value, and floats and dates overflow: refused as unreadable.
+_MAX_BYTES = 2**63
+_MAX_SECONDS = 2**53
+_LAST_YEAR = 9998  # a date must leave room for the arithmetic done on it (datetime ends at 9999)
 
 
 def parse_size(text: str, bare_unit: str = "") -> Optional[int]:
@@ -33,7 +38,22 @@ def parse_size(text: str, bare_unit: str = "") -> Optional[int]:
     if match is None:
         raise ValueError(f"not a size: {text[:40]!r}")
     number, unit = match.groups()
-    return round(float(number) * _UNITS[unit or bare_unit])
+    return _bytes(float(number) * _UNITS[unit or bare_unit], text)
+
+
+def parse_count(text: str) -> int:
+    """A count (CPUs, nodes, GPUs); 0 for an empty field."""
+    if text == "":
+        return 0
+    if not _COUNT.fullmatch(text):
+        raise ValueError(f"not a count: {text[:40]!r}")
+    return int(text)
+
+
+def _bytes(size: float, text: str) -> int:
+    if not 0 <= size < _MAX_BYTES:  # also infinity, from a number too long for a float
+        raise ValueError(f"not a size: {text[:40]!r}")
+    return round(size)
 
 
 def parse_req_mem(text: str, cpus: int, nodes: int) -> Optional[int]:
@@ -50,7 +70,7 @@ def parse_req_mem(text: str, cpus: int, nodes: int) -> Optional[int]:
         size *= max(cpus, 1)
     elif per == "n":
         size *= max(nodes, 1)
-    return round(size)
+    return _bytes(size, text)
 
 
 def parse_tres(text: str) -> dict[str, str]:
@@ -70,8 +90,9 @@ def tres_gpus(tres: dict[str, str]) -> int:
     would count each GPU twice.
     """
     if "gres/gpu" in tres:
-        return int(tres["gres/gpu"])
-    return sum(int(value) for name, value in tres.items() if name.startswith("gres/gpu:"))
+        return parse_count(tres["gres/gpu"])
+    return sum(parse_count(value) for name, value in tres.items()
+               if name.startswith("gres/gpu:"))
 
 
 def parse_duration(text: str) -> Optional[float]:
@@ -84,6 +105,8 @@ def parse_duration(text: str) -> Optional[float]:
     days, hours, minutes, seconds, fraction = match.groups()
     total = (int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60
              + int(seconds))
+    if total >= _MAX_SECONDS:
+        raise ValueError(f"not a duration: {text[:40]!r}")
     return total + (float("0." + fraction) if fraction else 0.0)
 
 
@@ -103,15 +126,19 @@ def parse_time(text: str, zone: Optional[tzinfo] = None) -> Optional[datetime]:
     """
     if text in _NO_TIME:
         return None
-    if text.isdigit():
-        return datetime.fromtimestamp(int(text), timezone.utc)
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
+        if text.isdigit():
+            moment = datetime.fromtimestamp(int(text), timezone.utc)
+        else:
+            moment = datetime.fromisoformat(text)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
+            moment = moment.astimezone(timezone.utc)
+    except (ValueError, OverflowError, OSError):
         raise ValueError(f"not a time: {text[:40]!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
-    return moment.astimezone(timezone.utc)
+    if moment.year > _LAST_YEAR:
+        raise ValueError(f"not a time: {text[:40]!r}")
+    return moment
 
 
 def parse_state(text: str) -> tuple[str, str]:

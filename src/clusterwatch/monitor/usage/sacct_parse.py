@@ -14,6 +14,7 @@ from typing import Callable, Optional, TypeVar
 
 from clusterwatch.monitor.usage.accounting import AccountingFailed, JobRecord
 from clusterwatch.monitor.usage.sacct_fields import (
+    parse_count,
     parse_duration,
     parse_req_mem,
     parse_size,
@@ -105,8 +106,8 @@ def _split(line: str, number: int) -> dict[str, str]:
 
 def _record(job: _Job, zone: Optional[tzinfo]) -> JobRecord:
     v, n = job.values, job.line
-    cpus = _field(n, "AllocCPUS", lambda: int(v["AllocCPUS"] or 0))
-    nodes = _field(n, "NNodes", lambda: int(v["NNodes"] or 0))
+    cpus = _field(n, "AllocCPUS", lambda: parse_count(v["AllocCPUS"]))
+    nodes = _field(n, "NNodes", lambda: parse_count(v["NNodes"]))
     state, reason = _field(n, "State", lambda: parse_state(v["State"]))
     req_tres = parse_tres(v["ReqTRES"])
     alloc_tres = parse_tres(v["AllocTRES"])

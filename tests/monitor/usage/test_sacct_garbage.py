@@ -1,0 +1,71 @@
+"""Output no sacct writes, from a broken program or database: numbers too large for a float
+or a date, times at the end of the calendar, NUL bytes. Each is an AccountingFailed naming
+the field (a 503 on the API, exit 1 from job_usage), never an OverflowError (a 500), and
+nothing of it reaches the database (PostgreSQL refuses a NUL in text)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterwatch.monitor.usage.accounting import AccountingFailed
+from clusterwatch.monitor.usage.sacct_parse import FIELDS, parse_sacct
+from tests.monitor.usage.sacct_support import line
+from tests.monitor.usage.site import UsageSite
+from tests.monitor.usage.test_api import client_of
+
+HUGE = "9" * 400
+UNREADABLE = [
+    ("Start", "9" * 30),  # past what a date holds
+    ("End", "9" * 30),
+    ("End", "253402300799"),  # 9999-12-31: no date can follow it
+    ("Elapsed", f"{HUGE}-00:00:00"),
+    ("AllocCPUS", HUGE),
+    ("NNodes", HUGE),
+    ("MaxRSS", HUGE),  # a float's infinity
+    ("MaxRSS", f"{HUGE}K"),
+    ("ReqTRES", f"cpu=2,mem={HUGE}M"),
+    ("AllocTRES", f"gres/gpu={HUGE}"),
+    ("TotalCPU", f"{HUGE}:00"),
+    ("Timelimit", f"{HUGE}-00:00:00"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), UNREADABLE,
+                         ids=[f"{field}-{value[:14]}" for field, value in UNREADABLE])
+def test_it_refuses_a_value_no_sacct_writes_naming_its_field(field: str, value: str) -> None:
+    with pytest.raises(AccountingFailed) as refused:
+        parse_sacct(line(**{field: value}) + "\n")
+    expected = "ReqMem" if field == "ReqTRES" else field
+    assert f"sacct line 1: field {expected}:" in str(refused.value)
+    assert HUGE not in str(refused.value)
+
+
+def garble(site: UsageSite, field: str, value: str) -> None:
+    """The recorded job's allocation line with `field` replaced, as a broken sacct prints."""
+    book = json.loads(site._book.read_text())
+    lines = book["jobs"][0]["lines"].split("\n")
+    values = lines[0].split("|", len(FIELDS) - 1)
+    values[FIELDS.index(field)] = value
+    lines[0] = "|".join(values)
+    book["jobs"][0]["lines"] = "\n".join(lines)
+    site._book.write_text(json.dumps(book))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("field", "value"), [("Start", "9" * 30), ("MaxRSS", HUGE),
+                                              ("AllocCPUS", HUGE), ("End", "253402300799"),
+                                              ("JobName", "nul\x00byte")])
+def test_every_path_answers_503_to_garbage_from_sacct(usage_site: UsageSite, field: str,
+                                                      value: str) -> None:
+    usage_site.job("4242")
+    garble(usage_site, field, value)
+    client = client_of("alice")
+    client.raise_request_exception = False
+    for path in ("/api/v1/jobs/4242/usage", "/usage/jobs/4242/", "/pdf/4242", "/pie/4242/",
+                 "/plot/4242/cpu", "/mail/4242", "/api/v1/users/alice",
+                 "/usage/users/alice/"):
+        answer = client.get(path)
+        assert answer.status_code == 503, (path, answer.status_code)
+        assert b"ccounting is not available: sacct" in answer.content, path
