@@ -1,0 +1,107 @@
+"""The PanDA server's database as the monitor reads it: `CLUSTERWATCH_PANDA_DATABASE_URL`,
+its password and `CLUSTERWATCH_PANDA_SCHEMA`, checked before any connection.
+
+The URL is `postgresql://user@host:port/dbname` (only `sslmode` and `sslrootcert` may follow
+as a query). The password never comes from the URL, which would put it in the environment
+of every process: it is in a mode-600 file named by
+`CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE`, or the systemd credential `panda-db-password`
+(`LoadCredential=`), read as the monitor's own database password is. Without either the
+connection goes without one (a `.pgpass` file or certificate authentication).
+
+PostgreSQL only: the ePIC PanDA server runs on PostgreSQL; Oracle (ATLAS's) is out of scope.
+Every problem is a ConfigError in one line that never quotes a password.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Optional
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.database_url import DatabaseUrlError, read_password_file
+
+URL_SETTING = "CLUSTERWATCH_PANDA_DATABASE_URL"
+PASSWORD_SETTING = "CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE"  # noqa: S105 (a name)
+SCHEMA_SETTING = "CLUSTERWATCH_PANDA_SCHEMA"
+CREDENTIAL = "panda-db-password"  # the credential's name, no secret
+DEFAULT_SCHEMA = "doma_panda"
+QUERY_OPTIONS = ("sslmode", "sslrootcert")
+# An unquoted SQL identifier; PostgreSQL folds it to lower case, as the DDL's DOMA_PANDA is.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_EXAMPLE = "postgresql://user@host:5432/dbname"
+
+
+@dataclass(frozen=True)
+class PandaDatabase:
+    """Where and as whom to connect; `repr` leaves the password out."""
+
+    host: str
+    port: int
+    dbname: str
+    user: str
+    schema: str
+    password: Optional[str] = field(default=None, repr=False)
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+def panda_database(environ: Mapping[str, str]) -> Optional[PandaDatabase]:
+    """The settings in `environ`, or None when the URL is not set (the PanDA view is off)."""
+    url = environ.get(URL_SETTING, "").strip()
+    if not url:
+        return None
+    host, port, dbname, user, options = _parse_url(url)
+    return PandaDatabase(host=host, port=port, dbname=dbname, user=user,
+                         schema=schema_name(environ.get(SCHEMA_SETTING, "")),
+                         password=_password(environ), options=options)
+
+
+def schema_name(value: str) -> str:
+    """The schema, lower case as PostgreSQL folds an unquoted name; default doma_panda."""
+    value = value.strip() or DEFAULT_SCHEMA
+    if not _IDENTIFIER.fullmatch(value):
+        raise ConfigError(f"{SCHEMA_SETTING} must be a plain SQL name (letters, digits, _), "
+                          f"not {value[:80]!r}")
+    return value.lower()
+
+
+def _parse_url(url: str) -> tuple[str, int, str, str, dict[str, str]]:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # an unclosed [ or a port that is no number; the URL may hold a secret
+        raise ConfigError(f"{URL_SETTING} is not a valid URL: give {_EXAMPLE}") from None
+    if parts.scheme.lower() not in ("postgresql", "postgres"):
+        raise ConfigError(f"{URL_SETTING}: only PostgreSQL is supported ({_EXAMPLE}); "
+                          "an Oracle PanDA database is out of scope")
+    if parts.password is not None:
+        raise ConfigError(f"{URL_SETTING} must not hold the password: put it in a mode-600 "
+                          f"file named by {PASSWORD_SETTING}")
+    dbname, user, host = unquote(parts.path.lstrip("/")), unquote(parts.username or ""), \
+        unquote(parts.hostname or "")
+    if not (dbname and user and host) or "/" in dbname or parts.fragment:
+        raise ConfigError(f"{URL_SETTING} must name the user, host and database: {_EXAMPLE}")
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(QUERY_OPTIONS))
+    if unknown:
+        raise ConfigError(f"{URL_SETTING}: unsupported option {unknown[0][:40]!r} "
+                          f"(only {', '.join(QUERY_OPTIONS)})")
+    return host, port or 5432, dbname, user, options
+
+
+def _password(environ: Mapping[str, str]) -> Optional[str]:
+    path = environ.get(PASSWORD_SETTING, "").strip()
+    setting = PASSWORD_SETTING
+    if not path:
+        directory = environ.get("CREDENTIALS_DIRECTORY", "")
+        credential = os.path.join(directory, CREDENTIAL) if directory else ""
+        if not credential or not os.path.exists(credential):
+            return None
+        path, setting = credential, f"the systemd credential {CREDENTIAL}"
+    try:
+        return read_password_file(path, setting)
+    except DatabaseUrlError as exc:
+        raise ConfigError(str(exc)) from None
