@@ -124,6 +124,7 @@ def _failed(rows: ServerRows, config: QueueConfig) -> tuple[str, ...]:
     parts = (rows.instances, rows.workers, rows.dialogs, rows.metrics, rows.worker_stats)
     failed = [f"{table}: {part.reason}" for table, part in zip(TABLES, parts)
               if isinstance(part, SourceFailed)]
-    if isinstance(config, SourceFailed):
-        failed.append(f"queue configuration: {config.reason}")
+    if isinstance(config, SourceFailed):  # a file's reasons name it already
+        failed.append(config.reason if config.reason.startswith("queue configuration")
+                      else f"queue configuration: {config.reason}")
     return tuple(failed)
