@@ -22,7 +22,7 @@ import pytest
 from clusterwatch.loopback.fake_iri import FakeIri
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.panda.panda_settings import PandaDatabase
+from clusterwatch.monitor.panda.panda_settings import PASSWORD_SETTING, PandaDatabase
 from tests.monitor.panda.iri_support import CONFIG_PATH, RESOURCE, TOKEN, token_file
 from tests.monitor.panda.panda_tables import fill, fresh_database, running_server, shifted
 from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, NOW, PERLMUTTER_CONFIG
@@ -31,7 +31,6 @@ from tests.reporter.tls import ServerCert
 
 pytestmark = pytest.mark.integration
 CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))
-PASSWORD_ENV = "CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE"  # noqa: S105 (a setting's name)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +64,7 @@ class Run:
 
     def __call__(self, *arguments: str, **environ: str) -> subprocess.CompletedProcess[str]:
         env = {"CLUSTERWATCH_PANDA_DATABASE_URL": self.url,
-               PASSWORD_ENV: str(self.password_file), **environ}
+               PASSWORD_SETTING: str(self.password_file), **environ}
         done = subprocess.run(
             [CLUSTERWATCH, "monitor", "remote_harvester_report", "--key", KEY,
              "--harvester-id", HARVESTER, *arguments], env=_environ(self.data, env),
