@@ -25,7 +25,11 @@ from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.prometheus_api import PrometheusError
 from clusterwatch.monitor.usage.series import JobSeries, fetch_job_series
 from clusterwatch.monitor.usage.sources import accounting
-from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
+from clusterwatch.monitor.usage.summary_json import (
+    UsageDocument,
+    kept_document,
+    usage_document,
+)
 
 SERIES_GONE = ("The series of this job are gone: Prometheus' retention has dropped them. "
                "The figures were kept when the job ended.")
@@ -66,14 +70,14 @@ def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visib
     config = config or get_config()
     now = now or timezone.now()
     check_jobid(jobid)
-    kept = KeptSummary.objects.filter(jobid=jobid).first()
+    kept = _usable(KeptSummary.objects.filter(jobid=jobid).first())
     # Someone else's kept job is asked of accounting as an unknown one is: otherwise the time
     # taken, or a 404 where an unknown job gets a 503 while accounting is down, would tell
     # that it exists.
     if kept is None or not _may_see(visible, kept.document):
         job = (source or accounting(config)).job(jobid)
         _check_visible(visible, job.user, job.account, jobid)
-        kept = KeptSummary.objects.filter(jobid=job.jobid).first()  # asked by its raw id
+        kept = _usable(KeptSummary.objects.filter(jobid=job.jobid).first())  # by its raw id
         if kept is None:
             return _live_report(job, config, now, fetch)
     document = cast(UsageDocument, kept.document)
@@ -82,6 +86,11 @@ def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visib
         return UsageReport(document, None, None, kept=True)
     series, note = _series_of_kept(document, config, fetch)
     return UsageReport(document, series, note, kept=True)
+
+
+def _usable(kept: Optional[KeptSummary]) -> Optional[KeptSummary]:
+    # A damaged or older document counts as none: the job is reported again, and kept anew.
+    return kept if kept is not None and kept_document(kept.document) is not None else None
 
 
 def _check_visible(visible: Optional[Visibility], user: str, account: str, jobid: str) -> None:
@@ -125,14 +134,16 @@ def _final(job: JobRecord, config: UsageConfig, now: datetime) -> bool:
 
 def _keep(job: JobRecord, document: UsageDocument) -> None:
     warnings = " ".join(w["code"] for w in document["warnings"])
+    fields = {"user": job.user[:64], "account": job.account[:64], "state": job.state[:32],
+              "start": job.start, "end": job.end,
+              "cpu_efficiency": document["cpu_efficiency"],
+              "memory_efficiency": document["memory_efficiency"],
+              "warning_codes": warnings[:400], "document": dict(document)}
     try:
         with transaction.atomic():  # two workers may keep the same job at once
-            KeptSummary.objects.get_or_create(jobid=job.jobid, defaults={
-                "user": job.user[:64], "account": job.account[:64], "state": job.state[:32],
-                "start": job.start, "end": job.end,
-                "cpu_efficiency": document["cpu_efficiency"],
-                "memory_efficiency": document["memory_efficiency"],
-                "warning_codes": warnings[:400], "document": dict(document)})
+            row, created = KeptSummary.objects.get_or_create(jobid=job.jobid, defaults=fields)
+            if not created and kept_document(row.document) is None:  # damaged: replaced
+                KeptSummary.objects.filter(id=row.id).update(**fields)
     except IntegrityError:
         pass
 

@@ -57,6 +57,8 @@ def least_efficient(query: StaffQuery, limit: int = STAFF_ROWS) -> StaffList:
 
 def staff_row(jobid: str, user: str, account: str, state: str,
               document: dict[str, Any]) -> StaffRow:
+    if not isinstance(document, dict):  # damaged: the row's own columns, "—" for the rest
+        document = {}
     requested: Optional[int] = document.get("memory_requested_bytes")
     return StaffRow(
         jobid=jobid, user=user, account=account, state=state,

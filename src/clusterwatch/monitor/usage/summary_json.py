@@ -59,6 +59,25 @@ class UsageDocument(TypedDict):
 
 
 USAGE_KEYS = tuple(UsageDocument.__annotations__)
+# Keys added after documents were first kept: a kept document may lack them.
+ADDED_KEYS = frozenset({"jobid_raw"})
+_TYPES: dict[str, type] = {"jobid": str, "user": str, "account": str, "memory": dict,
+                           "gpus": list, "notes": list, "warnings": list}
+
+
+def kept_document(value: object) -> Optional[UsageDocument]:
+    """`value` when it has the document's shape (every key, those read as containers and
+    names of the right type, each warning whole); None for a damaged or older one, which
+    the caller reports again instead of failing on it."""
+    if not isinstance(value, dict) or not set(USAGE_KEYS) - ADDED_KEYS <= set(value):
+        return None
+    if not all(isinstance(value[key], kind) for key, kind in _TYPES.items()):
+        return None
+    if not all(isinstance(w, dict) and {"code", "message", "advice", "figures"} <= set(w)
+               for w in value["warnings"]):
+        return None
+    document: UsageDocument = value  # type: ignore[assignment]
+    return document
 
 
 def usage_document(job: JobRecord, summary: UsageSummary,

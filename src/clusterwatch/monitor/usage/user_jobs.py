@@ -8,7 +8,7 @@ must get their page at once). A job without a kept summary says so in its notes.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional, cast
+from typing import Optional
 
 from clusterwatch.monitor.usage import rules
 from clusterwatch.monitor.usage.accounting import Accounting
@@ -16,7 +16,11 @@ from clusterwatch.monitor.usage.analysis import analyse
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.sources import accounting
-from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
+from clusterwatch.monitor.usage.summary_json import (
+    UsageDocument,
+    kept_document,
+    usage_document,
+)
 
 
 def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = None,
@@ -29,14 +33,11 @@ def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = Non
     records = [record for record in (source or accounting(config)).jobs_of_user(user, since)
                if record.user == user]
     # Plain tuples: a model instance per kept job cost a third of a 1,000-job page.
-    kept = {
-        jobid: cast(UsageDocument, document)
-        for jobid, document in KeptSummary.objects.filter(user=user, end__gte=since)
-        .values_list("jobid", "document")
-    }
+    kept = dict(KeptSummary.objects.filter(user=user, end__gte=since)
+                .values_list("jobid", "document"))
     documents = []
     for record in records:
-        document = kept.get(record.jobid)
+        document = kept_document(kept.get(record.jobid))  # damaged: accounting's figures
         if document is None:
             summary = analyse(record, None, config.thresholds)
             document = usage_document(record, summary,
