@@ -100,6 +100,15 @@ def test_a_harvester_id_with_no_rows_reads_empty_tables(server: Postgres) -> Non
         "Nobody_1", KEY, read, perlmutter_config(), NOW)["instance"]["error"]
 
 
+def test_a_hostile_harvester_id_is_a_value_never_sql(server: Postgres) -> None:
+    database = fresh_database(server)
+    fill(database, perlmutter_rows())
+    for hostile in ("x' OR '1'='1", "x'; DROP TABLE doma_panda.harvester_workers; --"):
+        read = read_server_rows(database, hostile, NOW)
+        assert (read.instances, read.workers, read.worker_stats) == ([], [], [])
+    assert len(listed(read_server_rows(database, HARVESTER, NOW).workers)) == 19
+
+
 def test_its_session_refuses_every_write(server: Postgres) -> None:
     database = fresh_database(server)
     with connect(database) as connection:

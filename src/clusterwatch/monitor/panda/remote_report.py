@@ -99,8 +99,11 @@ def store(key: str, record: dict[str, Any], size_bytes: int) -> bool:
         horizon.check_not_ahead(validation.check_record(record, key))
     except Rejection as refused:  # the builder's fault, not the operator's
         raise RunError(f"the record was refused: {refused.error}: {refused.detail}") from None
-    with sqlite_tuning.write_lock():
-        _, latest = store.store_record(key, record, size_bytes)
+    try:
+        with sqlite_tuning.write_lock():
+            _, latest = store.store_record(key, record, size_bytes)
+    except store.AlreadyStored as stored:  # two runs in one second over unchanged rows
+        return store.is_latest(stored.report)
     return latest
 
 
