@@ -6,7 +6,7 @@ CLUSTERWATCH_SACCT                the sacct program (default `sacct` on PATH)
 CLUSTERWATCH_ACCOUNTING           `sacct` (default) or `slurmdb` (the restricted view)
 CLUSTERWATCH_USAGE_THRESHOLDS     TOML file with a [thresholds] table (docs/usage.md)
 CLUSTERWATCH_SCRAPE_INTERVAL_S    the exporter's scrape interval (default 30)
-CLUSTERWATCH_PROMETHEUS_TIMEOUT_S deadline of one query (default 10)
+CLUSTERWATCH_PROMETHEUS_TIMEOUT_S deadline of one report's queries together (default 10)
 CLUSTERWATCH_USAGE_ACCOUNT_ACCESS 1/true: members of a job's account see its report
 
 A bad value is a ConfigError whose one-line message names the variable (exit 78).

@@ -11,6 +11,7 @@ long job is read at a coarse step. A series Prometheus does not have is absent f
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,7 @@ from typing import Optional
 
 from clusterwatch.monitor.usage.prometheus_api import (
     HttpRequest,
+    PrometheusError,
     Series,
     query_instant,
     query_range,
@@ -97,8 +99,33 @@ def fetch_job_series(base_url: str, jobid: str, start: datetime, end: datetime, 
     """Every series of SPECS for the job between `start` and `end` (for a running job: now).
 
     PrometheusError when Prometheus is down, slow or answers garbage: the caller says so
-    instead of showing a job that used nothing.
+    instead of showing a job that used nothing. The queries share one deadline, `timeout_s`:
+    19 of them, each allowed the whole, would hold a page past the server's worker timeout.
     """
+    try:
+        return _fetch(base_url, jobid, start, end, scrape_interval_s, max_points,
+                      _Deadline(timeout_s), http)
+    except PrometheusError as exc:
+        if exc.kind != "timeout":
+            raise
+        raise PrometheusError("timeout", f"Prometheus gave no answer within {timeout_s:g} s"
+                              ) from None
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left for the next query; PrometheusError once there are none."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise PrometheusError("timeout", "no time left")
+        return left
+
+
+def _fetch(base_url: str, jobid: str, start: datetime, end: datetime, scrape_interval_s: float,
+           max_points: int, deadline: _Deadline, http: HttpRequest) -> JobSeries:
     first, last = start.timestamp(), max(end.timestamp(), start.timestamp())
     step = choose_step(last - first, scrape_interval_s, max_points)
     # The grid ends exactly at the job's end, so the counters' last point is their total.
@@ -110,9 +137,9 @@ def fetch_job_series(base_url: str, jobid: str, start: datetime, end: datetime, 
         if spec.read == "peak":
             promql = f"max_over_time({promql}{window})"
         found[spec.key] = tuple(query_range(base_url, promql, grid_start, last, step,
-                                            timeout_s, http))
+                                            deadline.left(), http))
     lifetime = f"[{math.ceil(last - first + scrape_interval_s)}s]"
     counts = query_instant(base_url, f"count_over_time({selector('jobs_info', jobid)}{lifetime})",
-                           last, timeout_s, http)
+                           last, deadline.left(), http)
     samples = max((round(s.points[-1][1]) for s in counts if s.points), default=0)
     return JobSeries(grid_start, last, step, samples, found)
