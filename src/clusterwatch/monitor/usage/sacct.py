@@ -26,6 +26,7 @@ from clusterwatch.monitor.usage.sacct_parse import FORMAT, find_job, parse_sacct
 
 DEFAULT_TIMEOUT_S = 30.0
 _STDERR_QUOTE = 200  # characters of sacct's last stderr line kept in the error
+_DRAIN_S = 1.0  # after a timeout and the kill: what is left of the output, if it comes
 
 
 class SacctAccounting:
@@ -86,7 +87,10 @@ def _run(argv: list[str], environ: dict[str, str], timeout_s: float) -> tuple[in
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            # A descendant that left the group (setsid) may hold the pipes open for as long
+            # as it lives: stop reading soon; leaving the block closes our ends.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.communicate(timeout=_DRAIN_S)
             raise
         return process.returncode, stdout, stderr
 
