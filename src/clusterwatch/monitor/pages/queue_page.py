@@ -18,6 +18,7 @@ from clusterwatch.monitor.pages.queue_logs import (
     submission,
 )
 from clusterwatch.monitor.pages.queue_workers import QueueWorkers, queue_workers
+from clusterwatch.monitor.pages.remote_panel import RemotePanel, remote_panel
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.pages.why import Why, harvester_why, queue_why
 from clusterwatch.monitor.record.host_record import parse_record
@@ -47,6 +48,7 @@ class HarvesterPanel:
     adjustment: Adjustment
     db: QueueWorkers
     why: Why
+    remote: Optional[RemotePanel] = None  # a harvester whose record the monitor built
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
         db=queue_workers(record, queue, now, reasons_shown),
         why=harvester_why(fetch, submit, adjust, calls, collected, interval_s,
                           interval.first_run),
+        remote=remote_panel(record, stored.record, queue, now),
     )
 
 

@@ -29,7 +29,7 @@ from clusterwatch.monitor.record.sections import (
     queue_sites,
 )
 
-SLICE_VERSION = 1
+SLICE_VERSION = 2  # 2: a remote harvester's instance, queue_status, dialogs, service_metrics
 # Reasons a queue panel shows, most workers first, and the examples of each; the rest are
 # summed in one line ("and K more reasons (M workers)"). A queue served by 50 harvesters
 # would otherwise be a page of thousands of reasons. They decide what a slice keeps, so they
@@ -106,7 +106,7 @@ def _not_finished(entry: Any) -> Any:
 def _queue_database(value: Any, queue: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         return {}
-    found = _pick(value, "error", "queue_config_error")
+    found = _pick(value, "error", "queue_config_error", "service_metrics")
     sites = queue_sites(value, queue)
     for part, names in (("launch_limits", [queue]), ("workers_now", sites),
                         ("workers_ended", sites), ("workers_not_finished", sites)):
@@ -146,6 +146,12 @@ def queue_slice(record: Mapping[str, Any], queue: str) -> dict[str, Any]:
         found["failed_calls"] = _failed_calls(record["failed_calls"])
     if "harvester_db" in record:
         found["harvester_db"] = _queue_database(record["harvester_db"], queue)
+    # A remote harvester's sections (pages.remote_panel), kept whole: a heartbeat, a status
+    # per queue and at most 100 kinds of message, which the page filters for the queue.
+    found.update(_pick(record, "instance", "queue_status", "dialogs"))
+    for section in ("daemons", "processes"):  # their errors say what only the logs could
+        if "instance" in record and isinstance(record.get(section), Mapping):
+            found[section] = _pick(record[section], "error")
     return {"version": SLICE_VERSION, "record": found}
 
 

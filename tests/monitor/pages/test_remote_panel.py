@@ -1,0 +1,141 @@
+"""The queue page's panel of a remote harvester (a record built from the PanDA server rows and
+stored through the ingest path, as the remote_harvester_report command stores it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from clusterwatch.monitor.models import LatestQueue
+from clusterwatch.monitor.pages.queue_page import harvester_panel
+from clusterwatch.monitor.pages.queue_query import serving
+from clusterwatch.monitor.pages.remote_panel import kinds_for_queue
+from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.panda.remote_record import build_record
+from clusterwatch.monitor.panda.remote_report import store
+from clusterwatch.monitor.record.remote_sections import DialogKind
+from tests.monitor.pages.test_views import text_of
+from tests.monitor.panda.remote_rows import (
+    EPIC,
+    GPU,
+    HARVESTER,
+    KEY,
+    NOW,
+    PUSH,
+    dialog,
+    perlmutter_config,
+)
+from tests.monitor.panda.test_remote_record import perlmutter_rows
+
+MINE = frozenset({EPIC, GPU, PUSH})
+
+
+def kind(*queues: str, text: str = "k") -> DialogKind:
+    return DialogKind(module="submitter", level="ERROR", kind=text, queues=queues)
+
+
+def test_it_shows_a_kind_naming_the_queue_or_none_of_the_harvesters_queues() -> None:
+    own, both, general, other = kind(EPIC), kind(EPIC, GPU), kind(), kind(GPU)
+    assert kinds_for_queue([own, both, general, other], EPIC, MINE) == (own, both, general)
+    assert kinds_for_queue([own, both, general, other], GPU, MINE) == (both, general, other)
+    assert kinds_for_queue([own, both, general, other], PUSH, MINE) == (general,)
+
+
+def test_it_treats_a_name_that_is_none_of_the_harvesters_queues_as_naming_none() -> None:
+    # A hostile or older record naming a queue the harvester does not have: no queue of this
+    # harvester claims the message, so every queue shows it rather than none.
+    stranger = kind("SOMEONE_ELSES_QUEUE")
+    assert kinds_for_queue([stranger], EPIC, MINE) == (stranger,)
+    assert kinds_for_queue([kind(GPU, "SOMEONE_ELSES_QUEUE")], EPIC, MINE) == ()
+
+
+def remote_record(**changes: Any) -> dict[str, Any]:
+    rows = perlmutter_rows()
+    assert isinstance(rows.dialogs, list)
+    rows = dataclasses.replace(rows, dialogs=[*rows.dialogs, dialog(
+        7, f"queue {GPU} has no GPU partition left", module="monitor", level="WARNING")])
+    record = build_record(HARVESTER, KEY, rows, perlmutter_config(), NOW)
+    record.update(changes)
+    return record
+
+
+def test_it_builds_the_same_remote_panel_from_the_slice_as_from_the_whole_record() -> None:
+    record = remote_record()
+    whole = harvester_panel(StoredRecord(KEY, 1, record, NOW, NOW), EPIC, NOW, 300)
+    assert whole.remote is not None and whole.remote.pull_mode
+    assert whole.remote.instance.version == "0.7.5"
+    assert whole.remote.limit is not None and whole.remote.limit.value == 6
+    assert [node.host for node in whole.remote.login_nodes] == [
+        "login31.chn.perlmutter.nersc.gov", "login32.chn.perlmutter.nersc.gov"]
+    assert {name for name, _ in whole.remote.log_only} == {
+        "fetching", "adjustment", "daemons", "processes", "failed_calls.communicator",
+        "failed_calls.propagator"}
+
+
+@pytest.mark.django_db
+def test_it_serves_the_panel_from_the_stored_slice_as_from_the_whole_record() -> None:
+    record = remote_record()
+    assert store(KEY, record, 1000) is True
+    assert set(LatestQueue.objects.values_list("queue", flat=True)) >= {EPIC, GPU, PUSH}
+    for queue in (EPIC, GPU, PUSH):
+        (sliced,) = serving(queue)
+        assert sliced.record != record  # a slice, not the record
+        assert (harvester_panel(sliced, queue, NOW, 300)
+                == harvester_panel(StoredRecord(KEY, sliced.report_id, record, sliced.collected_at,
+                                                sliced.received_at), queue, NOW, 300))
+
+
+def test_a_reporters_record_has_no_remote_panel() -> None:
+    from tests.monitor.records import QUEUE, example
+    panel = harvester_panel(StoredRecord("h", 1, example(), NOW, NOW), QUEUE, NOW, 300)
+    assert panel.remote is None
+
+
+@pytest.fixture
+def operator(client: Client, django_user_model: Any) -> Client:
+    client.force_login(django_user_model.objects.create_user("op", password="a long phrase"))
+    return client
+
+
+@pytest.mark.django_db
+def test_it_shows_the_remote_harvester_on_its_queue_pages(operator: Client) -> None:
+    assert store(KEY, remote_record(), 1000) is True
+    epic = text_of(operator.get(f"/queues/{EPIC}/"))
+    assert "Remote harvester Perlmutter_test_1 (built from the PanDA server)" in epic
+    assert "Last heartbeat 2026-10-02 18:26:00Z" in epic and "(240 s before collection)" in epic
+    assert "Version 0.7.5 (2026-08-03T10:22:06)" in epic
+    assert "Queue status online" in epic and "NoJob / self" in epic
+    assert "nQueueLimitWorkerRatio 50% of 12 running = 6 -&gt; min(100, 6) = 6" in epic
+    assert "run mode self: to_submit is 0 here" in epic
+    assert "login31.chn.perlmutter.nersc.gov" in epic and "login32.chn" in epic
+    assert "its pilots fetch their own jobs" in epic
+    assert "No fetch of this queue" not in epic
+    assert "log freshness is not known" in epic and "its process table is not readable" in epic
+    # Dialogs: EPIC's own kind and the proxy message, never the GPU-only one.
+    assert "submit_workers &lt;site=NERSC_Perlmutter_epic&gt; failed to submit" in epic
+    assert "proxy lifetime # hours below #" in epic
+    assert "has no GPU partition left" not in epic
+    gpu = text_of(operator.get(f"/queues/{GPU}/"))
+    assert "has no GPU partition left" in gpu and "proxy lifetime" in gpu
+    assert "failed to submit" not in gpu and "Queue status brokeroff" in gpu
+    push = text_of(operator.get(f"/queues/{PUSH}/"))
+    assert "Queue status offline (not active)" in push and "OneToOne / self" in push
+    assert "nQueueLimitWorkerRatio 50 not applied: OneToOne queue" in push
+    assert "its pilots fetch their own jobs" not in push
+
+
+@pytest.mark.django_db
+def test_it_shows_a_remote_record_missing_its_heartbeat_and_dialogs(operator: Client) -> None:
+    record = remote_record()
+    record["instance"] = {"error": "no harvester_instances row for 'X'", "harvester_id": "X"}
+    record["dialogs"] = {"error": "harvester_dialogs: OperationalError: timeout"}
+    record["collected_at"] = (NOW + dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert store(KEY, record, 1000) is True
+    page = text_of(operator.get(f"/queues/{EPIC}/"))
+    assert "instance: no harvester_instances row for &#x27;X&#x27;" in page
+    assert "dialogs: harvester_dialogs: OperationalError: timeout" in page
+    assert "Last heartbeat —" in page
