@@ -40,7 +40,7 @@ class PushShown:
 @dataclass(frozen=True)
 class JobQueue:
     queue: Optional[str]
-    source: str  # "push", "asked" or "none"
+    source: str  # "panda", "push", "asked" or "none"
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,12 @@ def clean_queue_name(raw: Optional[str]) -> Optional[str]:
     return name if 0 < len(name) <= QUEUE_NAME_MAX else None
 
 
-def job_queue(pushes: Sequence[PushSeen], asked: Optional[str]) -> JobQueue:
-    """The newest push's queue (a fact the harvester logged) wins over the operator's guess."""
+def job_queue(pushes: Sequence[PushSeen], asked: Optional[str],
+              server: Optional[str] = None) -> JobQueue:
+    """The PanDA server's queue for an activated job (its `computingsite`) is the truth; then
+    the newest push's queue (a fact the harvester logged) wins over the operator's guess."""
+    if server is not None:
+        return JobQueue(server, "panda")
     if pushes:
         return JobQueue(max(pushes, key=lambda push: push.at).queue, "push")
     if asked is not None:
@@ -80,9 +84,10 @@ def job_queue(pushes: Sequence[PushSeen], asked: Optional[str]) -> JobQueue:
 
 
 def job_page(pandaid: int, pushes: Sequence[PushSeen], asked: Optional[str],
-             stored: Sequence[StoredRecord], now: dt.datetime, interval_s: int) -> JobPage:
-    """`stored`: the latest records of the keys serving `job_queue(pushes, asked).queue`."""
-    chosen = job_queue(pushes, asked)
+             stored: Sequence[StoredRecord], now: dt.datetime, interval_s: int,
+             server_queue: Optional[str] = None) -> JobPage:
+    """`stored`: the latest records of the keys serving `job_queue(...).queue`."""
+    chosen = job_queue(pushes, asked, server_queue)
     shown = [PushShown(push.key, push.workerid, push.queue, stamp(push.at, now))
              for push in sorted(pushes, key=lambda push: push.at, reverse=True)]
     page = (queue_page(chosen.queue, stored, now, interval_s)

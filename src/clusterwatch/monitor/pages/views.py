@@ -6,6 +6,7 @@ keeps (`LatestReport`, `LatestQueue`, `JobPush`), never scans `HostReport`.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from urllib.parse import urlencode
 
@@ -17,13 +18,20 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.models import HostReport, HostTokenKey, JobPush, LatestQueue
+from clusterwatch.monitor.models import (
+    HostReport,
+    HostTokenKey,
+    JobPush,
+    LatestQueue,
+    RegisteredHarvester,
+)
 from clusterwatch.monitor.pages.hosts_page import hosts_page
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.job_page import PushSeen, clean_queue_name, job_page, job_queue
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.panda.job_rows import server_truth
 
 BIGINT_MAX = 2**63 - 1  # JobPush.pandaid's range; a larger id cannot be stored, so is unknown
 PUSHES_READ = 50
@@ -41,7 +49,9 @@ def host_list(request: HttpRequest) -> HttpResponse:
         queues[key].append(queue)
     tokens = HostTokenKey.objects.filter(token__revoked_at__isnull=True).values_list(
         "key", "token__prefix", "token__created_at")
-    page = hosts_page(latest_slim_records(), queues, tokens, timezone.now(), _interval_s())
+    registered = RegisteredHarvester.objects.values_list("key", "remote", "registered_at")
+    page = hosts_page(latest_slim_records(), queues, tokens, timezone.now(), _interval_s(),
+                      registered)
     return render(request, "monitor/hosts.html", {"page": page})
 
 
@@ -99,8 +109,11 @@ def job_detail(request: HttpRequest, pandaid: int) -> HttpResponse:
                   JobPush.objects.filter(pandaid=pandaid).order_by("-at")
                   .values_list("key", "workerid", "queue", "at")[:PUSHES_READ]]
     asked = clean_queue_name(request.GET.get("queue"))
-    chosen = job_queue(pushes, asked)
+    truth = server_truth(os.environ, pandaid, timezone.now())  # None: PanDA view off
+    server_queue = truth.queue_to_watch if truth is not None else None
+    chosen = job_queue(pushes, asked, server_queue)
     stored = serving(chosen.queue) if chosen.queue is not None else []
-    page = job_page(pandaid, pushes, asked, stored, timezone.now(), _interval_s())
-    return render(request, "monitor/job.html", {"page": page},
+    page = job_page(pandaid, pushes, asked, stored, timezone.now(), _interval_s(),
+                    server_queue)
+    return render(request, "monitor/job.html", {"page": page, "truth": truth},
                   status=404 if page.queue_unknown and page.queue_source == "asked" else 200)
