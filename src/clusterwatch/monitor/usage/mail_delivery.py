@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import smtplib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable, Optional
 
@@ -55,7 +55,8 @@ class Sender:
 
     mail: MailSettings
     config: UsageConfig
-    password: str  # "" without an SMTP login; never logged, scrubbed from error text
+    # "" without an SMTP login; never logged, scrubbed from error text, left out of the repr
+    password: str = field(repr=False)
     dry_run: bool = False
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 from urllib.parse import unquote, urlsplit
@@ -39,7 +39,7 @@ class SlurmDbSettings:
     port: int
     user: str
     schema: str
-    password: str
+    password: str = field(repr=False)  # a repr reaches tracebacks and test reports
     timeout_s: float
 
 
