@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from clusterwatch.monitor.pages import alarms, views
+from clusterwatch.monitor.panda import image_demand_view
 
 urlpatterns = [
     path("hosts/", views.host_list, name="monitor-hosts"),
@@ -15,4 +16,6 @@ urlpatterns = [
     path("jobs/", views.job_lookup, name="monitor-jobs"),
     path("jobs/<int:pandaid>/", views.job_detail, name="monitor-job"),
     path("alarms/", alarms.alarm_list, name="monitor-alarms"),
+    path("api/osg-image-demand/", image_demand_view.osg_image_demand,
+         name="osg-image-demand"),
 ]

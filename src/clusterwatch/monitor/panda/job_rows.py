@@ -28,21 +28,27 @@ BIGINT_MAX = 2**63 - 1
 ROWS_READ = 3  # a pandaid is one row per table; a bound all the same
 
 
+def page_connection(database: PandaDatabase) -> psycopg.Connection[dict[str, Any]]:
+    """panda_db's read-only session, its statements limited to PAGE_STATEMENT_TIMEOUT_MS."""
+    connection = connect(database)
+    try:  # a SET, not SET LOCAL: the session is in autocommit until a transaction opens
+        connection.execute(sql.SQL("SET statement_timeout = {}").format(
+            sql.Literal(PAGE_STATEMENT_TIMEOUT_MS)))
+    except psycopg.Error:
+        connection.close()
+        raise
+    return connection
+
+
 def read_job_rows(database: PandaDatabase, pandaid: int) -> Mapping[str, Rows[JobRow]]:
     """Each job table's rows for `pandaid`, or why it could not be read."""
     try:
-        connection = connect(database)
+        connection = page_connection(database)
     except psycopg.Error as exc:
         return dict.fromkeys(JOB_TABLES, _failure(exc))
-    with connection:
-        try:  # a SET, not SET LOCAL: the session is in autocommit until the transaction
-            connection.execute(sql.SQL("SET statement_timeout = {}").format(
-                sql.Literal(PAGE_STATEMENT_TIMEOUT_MS)))
-        except psycopg.Error as exc:
-            return dict.fromkeys(JOB_TABLES, _failure(exc))
-        with connection.transaction():
-            return {table: _read(connection, database.schema, table, pandaid)
-                    for table in JOB_TABLES}
+    with connection, connection.transaction():
+        return {table: _read(connection, database.schema, table, pandaid)
+                for table in JOB_TABLES}
 
 
 def _read(connection: psycopg.Connection[dict[str, Any]], schema: str, table: str,
