@@ -19,7 +19,7 @@ from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from clusterwatch.monitor.usage import api_tokens
 from tests.monitor.panda.job_tables import insert_jobs, job
-from tests.monitor.panda.panda_tables import fresh_database
+from tests.monitor.panda.panda_tables import fresh_database, superuser
 from tests.monitor.panda.test_job_truth_page import configure, operator, panda, server
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -131,3 +131,19 @@ def test_a_job_with_the_ddls_defaults_fits_every_slot_under_no_image(
     insert_jobs(panda, "jobsactive4", [{"pandaid": 1}])
     answer = operator.get(URL, {"memory_mb": "1", "cores": "1"}).json()
     assert answer["images"] == [{"image": None, "jobs": 1}]
+
+
+def test_a_kept_connection_that_broke_is_replaced_without_an_error(
+    operator: Client, panda: PandaDatabase,
+) -> None:
+    insert_jobs(panda, "jobsactive4", [job(1, "activated", "BNL_PanDA_1", NOW,
+                                           container_name="img")])
+    query = {"memory_mb": "4096", "cores": "1"}
+    assert operator.get(URL, query).json()["images"] == [{"image": "img", "jobs": 1}]
+    with superuser(panda) as connection:  # as a server restart or an idle timeout would
+        ended = connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name "
+            "= 'clusterwatch-remote-harvester' AND datname = current_database()").fetchall()
+    assert ended == [(True,)]
+    again = operator.get(URL, query)
+    assert again.status_code == 200 and again.json()["activated_jobs"] == 1
