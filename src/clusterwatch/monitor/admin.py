@@ -21,6 +21,7 @@ from clusterwatch.monitor.models import (
     JobPush,
     LatestQueue,
     LatestReport,
+    RegisteredHarvester,
 )
 
 
@@ -115,3 +116,13 @@ class JobPushAdmin(ReadOnlyAdmin):
             found = found | queryset.filter(pandaid=int(term)) | queryset.filter(
                 workerid=int(term))
         return found, duplicates
+
+
+@admin.register(RegisteredHarvester)
+class RegisteredHarvesterAdmin(admin.ModelAdmin):
+    """The harvester registry (`clusterwatch.monitor.registry`): staff add, edit and remove."""
+
+    list_display = ("key", "remote", "registered_at", "note")
+    list_filter = ("remote",)
+    search_fields = ("key", "note")
+    readonly_fields = ("registered_at",)

@@ -8,6 +8,7 @@ worker-to-PandaID pushes seen.
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -161,3 +162,25 @@ class AlarmRunLease(models.Model):
     holder = models.CharField(max_length=200, blank=True)  # "host/pid/run id"
     acquired_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+
+
+class RegisteredHarvester(models.Model):
+    """A harvester key the monitor expects a record from (the harvester registry).
+
+    A model rather than a setting: a remote harvester has no host token, so without it nothing
+    says its key should report; staff add one in the admin or with `register_harvester`
+    without restarting gunicorn or the timers, and every reader (hosts page, queue pages,
+    alarms, `list_harvesters --remote` for the remote builder) takes the same rows.
+    """
+
+    # The ingest's key rule (ingest.tokens.KEY_RE), so the admin refuses what ingest would.
+    key = models.CharField(max_length=128, primary_key=True, validators=[RegexValidator(
+        r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z", "letters, digits, '.', '_' and '-' only, "
+        "starting with a letter or digit")])
+    # Its record is built by the monitor from the PanDA server (remote_harvester_report).
+    remote = models.BooleanField(default=False)
+    registered_at = models.DateTimeField(default=timezone.now)
+    note = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}{' (remote)' if self.remote else ''}"

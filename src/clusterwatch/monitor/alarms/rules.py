@@ -38,6 +38,7 @@ class KeyFacts:
     collected_at: Optional[float] = None  # its collected_at, epoch seconds
     expected_since: Optional[float] = None  # first active token's creation; None: none
     retired_at: Optional[float] = None  # every token of the key revoked, the last at this
+    registered: bool = False  # in the harvester registry: expected since its registration
 
 
 def observe_key(
@@ -68,13 +69,15 @@ def observe_staleness(facts: KeyFacts, now: float, settings: RuleSettings) -> Ob
             return Observation(UNKNOWN, "not expected", f"{key}: no record and no active token",
                                None)
         waited = now - facts.expected_since
+        since = wording.utc_age(facts.expected_since, now)
         if waited <= settings.grace_s:
-            return Observation(UNKNOWN, "waiting", f"{key}: no record yet (token created "
-                               f"{wording.utc_age(facts.expected_since, now)})", None)
+            return Observation(UNKNOWN, "waiting", f"{key}: no record yet ("
+                               f"{'registered' if facts.registered else 'token created'} "
+                               f"{since})", None)
         return Observation(FIRING, "never reported",
-                           f"{key}: never reported since its token was created "
-                           f"{wording.utc_age(facts.expected_since, now)} (allowed "
-                           f"{wording.duration(settings.grace_s)})", None)
+                           f"{key}: never reported since "
+                           f"{'it was registered' if facts.registered else 'its token was created'}"
+                           f" {since} (allowed {wording.duration(settings.grace_s)})", None)
     age = now - facts.collected_at
     collected = wording.utc_age(facts.collected_at, now)
     if age > settings.stale_after_s:

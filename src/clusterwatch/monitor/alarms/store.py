@@ -9,7 +9,7 @@ from typing import Optional
 from clusterwatch.monitor.alarms.observation import split_target
 from clusterwatch.monitor.alarms.rules import KeyFacts
 from clusterwatch.monitor.alarms.transitions import OpenAlarm, Transition
-from clusterwatch.monitor.models import Alarm, HostTokenKey, LatestReport
+from clusterwatch.monitor.models import Alarm, HostTokenKey, LatestReport, RegisteredHarvester
 from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import ALERT, RECOVER
@@ -24,7 +24,9 @@ def _epoch(value: Optional[dt.datetime]) -> Optional[float]:
 
 
 def key_facts() -> list[KeyFacts]:
-    """Every key that reported or holds a token: its latest record and token dates."""
+    """Every key that reported, holds a token or is registered (the harvester registry): its
+    latest record, and since when it is expected (its first active token or its
+    registration)."""
     latest = {
         row.key: row for row in LatestReport.objects.select_related("report").order_by("key")
     }
@@ -40,8 +42,13 @@ def key_facts() -> list[KeyFacts]:
         else:
             at = token.revoked_at.timestamp()
             revoked[key] = max(at, revoked.get(key, at))
+    # A registered key is expected whether or not it has a token (a remote harvester has
+    # none), so it is never retired by revoked tokens either.
+    registered = dict(RegisteredHarvester.objects.values_list("key", "registered_at"))
+    for key, at in registered.items():
+        expected[key] = min(at.timestamp(), expected.get(key, at.timestamp()))
     facts: list[KeyFacts] = []
-    for key in sorted(set(latest) | has_token):
+    for key in sorted(set(latest) | has_token | set(expected)):
         row = latest.get(key)
         record = row.report.record if row is not None else None
         facts.append(KeyFacts(
@@ -52,6 +59,8 @@ def key_facts() -> list[KeyFacts]:
             # Retired: it had tokens and none is active. A key without any token row
             # (records loaded some other way) is never retired by this.
             retired_at=revoked.get(key) if key in has_token and key not in expected else None,
+            # Worded as a registration only when no active token came first.
+            registered=key in registered and expected[key] == registered[key].timestamp(),
         ))
     return facts
 

@@ -118,11 +118,12 @@ def host_row(key: str, report_id: int, stored: Mapping[str, Any],
 
 @dataclass(frozen=True)
 class NeverReported:
-    """A key a token may write that has no record yet."""
+    """A key a token may write, or the harvester registry names, that has no record yet."""
 
     key: str
     tokens: list[str]  # lookup prefixes, never more of a token
-    since: Optional[Stamp]  # the oldest such token's creation
+    since: Optional[Stamp]  # the oldest such token's creation, or its registration if older
+    registered: Optional[str] = None  # "remote" or "reporting" when in the registry
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,10 @@ class HostsPage:
 
 def hosts_page(stored: Sequence[StoredRecord], queues: Mapping[str, Sequence[str]],
                token_keys: Iterable[tuple[str, str, dt.datetime]], now: dt.datetime,
-               interval_s: int) -> HostsPage:
-    """`token_keys`: (key, token prefix, token created_at) for every active token's key."""
+               interval_s: int, registered: Iterable[tuple[str, bool, dt.datetime]] = (),
+               ) -> HostsPage:
+    """`token_keys`: (key, token prefix, token created_at) for every active token's key;
+    `registered`: (key, remote, registered_at) for every key of the harvester registry."""
     rows = [host_row(one.key, one.report_id, one.record, one.collected_at,
                      queues.get(one.key, ()), now, interval_s)
             for one in sorted(stored, key=lambda one: one.key)]
@@ -149,7 +152,13 @@ def hosts_page(stored: Sequence[StoredRecord], queues: Mapping[str, Sequence[str
     for key, prefix, created_at in token_keys:
         if key not in reported:
             waiting.setdefault(key, []).append((created_at, prefix))
-    never = [NeverReported(key, [prefix for _, prefix in sorted(tokens)],
-                           stamp(min(tokens)[0], now))
+    kinds: dict[str, str] = {}
+    for key, remote, registered_at in registered:
+        if key not in reported:
+            kinds[key] = "remote" if remote else "reporting"
+            # A registration waits like a token created then (the alarm counts from it too).
+            waiting.setdefault(key, []).append((registered_at, ""))
+    never = [NeverReported(key, [prefix for _, prefix in sorted(tokens) if prefix],
+                           stamp(min(tokens)[0], now), kinds.get(key))
              for key, tokens in sorted(waiting.items())]
     return HostsPage(rows, never, interval_s, duration_text(stale_after_s(interval_s)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Optional
 
@@ -56,6 +57,9 @@ class QueuePage:
     queue: str
     panels: list[HarvesterPanel]
     why: Why
+    # Keys serving the queue that the harvester registry lacks: nothing alarms if they stop
+    # unless they hold a token.
+    unregistered: tuple[str, ...] = ()
 
     @property
     def several(self) -> bool:
@@ -95,10 +99,15 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
 
 
 def queue_page(queue: str, stored: Sequence[StoredRecord], now: dt.datetime,
-               interval_s: int, every_reason_of: Optional[str] = None) -> QueuePage:
+               interval_s: int, every_reason_of: Optional[str] = None,
+               registered: Optional[AbstractSet[str]] = None) -> QueuePage:
     """`every_reason_of`: the key whose panel lists every not-finished reason (its `stored`
-    must then be the whole record: a slice holds only the reasons shown by default)."""
+    must then be the whole record: a slice holds only the reasons shown by default).
+    `registered`: the harvester registry's keys (None: not consulted)."""
     panels = [harvester_panel(one, queue, now, interval_s,
                               None if one.key == every_reason_of else REASONS_SHOWN)
               for one in sorted(stored, key=lambda one: one.key)]
-    return QueuePage(queue, panels, queue_why([(panel.key, panel.why) for panel in panels]))
+    unregistered = (() if registered is None else
+                    tuple(panel.key for panel in panels if panel.key not in registered))
+    return QueuePage(queue, panels, queue_why([(panel.key, panel.why) for panel in panels]),
+                     unregistered)

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.db.models import Case, CharField, Value, When
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -29,12 +30,15 @@ from clusterwatch.monitor.pages.hosts_page import hosts_page
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.job_page import PushSeen, clean_queue_name, job_page, job_queue
 from clusterwatch.monitor.pages.queue_page import queue_page
-from clusterwatch.monitor.pages.queue_query import serving
+from clusterwatch.monitor.pages.queue_query import serving, serving_and_registered
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.panda.job_rows import server_truth
 
 BIGINT_MAX = 2**63 - 1  # JobPush.pandaid's range; a larger id cannot be stored, so is unknown
 PUSHES_READ = 50
+
+
+_REMOTE, _REPORTING = "registry: remote", "registry: reporting"
 
 
 def _interval_s() -> int:
@@ -47,9 +51,18 @@ def host_list(request: HttpRequest) -> HttpResponse:
     queues: dict[str, list[str]] = defaultdict(list)
     for key, queue in LatestQueue.objects.values_list("key", "queue"):
         queues[key].append(queue)
-    tokens = HostTokenKey.objects.filter(token__revoked_at__isnull=True).values_list(
-        "key", "token__prefix", "token__created_at")
-    registered = RegisteredHarvester.objects.values_list("key", "remote", "registered_at")
+    # Active tokens and the harvester registry in one query (the page's query count is part
+    # of its contract): a registration's "prefix" is its kind, which no token prefix can be.
+    registry = RegisteredHarvester.objects.annotate(prefix=Case(
+        When(remote=True, then=Value(_REMOTE)), default=Value(_REPORTING),
+        output_field=CharField())).values_list("key", "prefix", "registered_at")
+    tokens, registered = [], []
+    for key, prefix, at in HostTokenKey.objects.filter(token__revoked_at__isnull=True).values_list(
+            "key", "token__prefix", "token__created_at").union(registry, all=True):
+        if prefix in (_REMOTE, _REPORTING):
+            registered.append((key, prefix == _REMOTE, at))
+        else:
+            tokens.append((key, prefix, at))
     page = hosts_page(latest_slim_records(), queues, tokens, timezone.now(), _interval_s(),
                       registered)
     return render(request, "monitor/hosts.html", {"page": page})
@@ -71,7 +84,7 @@ def queue_list(request: HttpRequest) -> HttpResponse:
 @require_safe
 @login_required
 def queue_detail(request: HttpRequest, queue: str) -> HttpResponse:
-    stored = serving(queue)
+    stored, registered = serving_and_registered(queue)
     if not stored:
         return render(request, "monitor/queue_unknown.html", {"queue": queue}, status=404)
     # `?reasons=KEY`: that harvester's panel lists every not-finished reason, from its whole
@@ -81,7 +94,7 @@ def queue_detail(request: HttpRequest, queue: str) -> HttpResponse:
                            HostReport.objects.only("record").get(pk=one.report_id).record,
                            one.collected_at, one.received_at)
               if one.key == every_reason_of else one for one in stored]
-    page = queue_page(queue, stored, timezone.now(), _interval_s(), every_reason_of)
+    page = queue_page(queue, stored, timezone.now(), _interval_s(), every_reason_of, registered)
     return render(request, "monitor/queue.html", {"page": page})
 
 
