@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.usage.answers import Refusal, fetch_report
+from clusterwatch.monitor.usage.answers import Refusal, fetch_report, kept_private
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.mail_message import attachment_name, compose
 from clusterwatch.monitor.usage.mail_recipient import greeting_name
@@ -27,6 +27,10 @@ HINTS = {**JOB_HINTS, 403: "Log in at /accounts/login/ to read the emails of you
 
 @require_safe
 def mail_page(request: HttpRequest, jobid: str) -> HttpResponse:
+    return kept_private(_mail_page(request, jobid))  # one person's report, as the API's
+
+
+def _mail_page(request: HttpRequest, jobid: str) -> HttpResponse:
     if not usage_enabled():
         return problem(request, Refusal(404, "the usage reports are off on this monitor"), "")
     try:

@@ -23,7 +23,12 @@ from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.usage.access import may_see_user
 from clusterwatch.monitor.usage.accounting import AccountingError
-from clusterwatch.monitor.usage.answers import Refusal, accounting_refusal, fetch_report
+from clusterwatch.monitor.usage.answers import (
+    Refusal,
+    accounting_refusal,
+    fetch_report,
+    kept_private,
+)
 from clusterwatch.monitor.usage.api_views import USERNAME_RE
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
@@ -59,11 +64,15 @@ Query = TypeVar("Query")
 
 def usage_page(hints: Mapping[int, str]) -> Callable[[View], View]:
     """A page: 404 when the usage reports are off, the login page for anonymous visitors,
-    GET and HEAD only, and its Refusals shown as pages with their status and `hints`."""
+    GET and HEAD only, its Refusals shown as pages with their status and `hints`, and
+    every answer kept by no cache (one person's report, as the API's)."""
 
     def page(body: View) -> View:
         @functools.wraps(body)
         def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            return kept_private(answer(request, *args, **kwargs))
+
+        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not usage_enabled():
                 return problem(request, Refusal(404, "the usage reports are off on this "
                                                      "monitor"), "")
