@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,26 +19,12 @@ from clusterwatch.monitor import registry
 from clusterwatch.monitor.models import Alarm, HostToken, HostTokenKey, RegisteredHarvester
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
+from tests.monitor.pages.test_views import operator as operator  # the fixture
 from tests.monitor.pages.test_views import text_of
 from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, NOW, perlmutter_config
+from tests.monitor.panda.test_remote_harvester_report import CLUSTERWATCH, _environ
+from tests.monitor.panda.test_remote_harvester_report import migrated as migrated  # fixture
 from tests.monitor.panda.test_remote_record import perlmutter_rows
-
-CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))
-
-
-def _environ(data: Path) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
-    return {**env, "CLUSTERWATCH_DATA_DIR": str(data)}
-
-
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = tmp_path_factory.mktemp("registry") / "data"
-    done = subprocess.run([CLUSTERWATCH, "monitor", "migrate"], env=_environ(data),
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    return data
 
 
 @pytest.mark.integration
@@ -141,12 +125,6 @@ def test_a_registered_key_stays_expected_when_its_tokens_are_revoked(
     registered_ago("osgsub01", hours=2)
     out = evaluate()
     assert "ALERT reporter_stale osgsub01: never reported since it was registered " in out
-
-
-@pytest.fixture
-def operator(client: Client, django_user_model: Any) -> Client:
-    client.force_login(django_user_model.objects.create_user("op", password="a long phrase"))
-    return client
 
 
 @pytest.mark.django_db

@@ -18,6 +18,7 @@ from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
 from clusterwatch.monitor.record.remote_sections import DialogKind
+from tests.monitor.pages.test_views import operator as operator  # the fixture
 from tests.monitor.pages.test_views import text_of
 from tests.monitor.panda.remote_rows import (
     EPIC,
@@ -93,12 +94,6 @@ def test_a_reporters_record_has_no_remote_panel() -> None:
     from tests.monitor.records import QUEUE, example
     panel = harvester_panel(StoredRecord("h", 1, example(), NOW, NOW), QUEUE, NOW, 300)
     assert panel.remote is None
-
-
-@pytest.fixture
-def operator(client: Client, django_user_model: Any) -> Client:
-    client.force_login(django_user_model.objects.create_user("op", password="a long phrase"))
-    return client
 
 
 @pytest.mark.django_db
