@@ -31,13 +31,18 @@ class MailSite:
     smtp: SmtpServer
 
 
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    server = SmtpServer()
+def started(server: SmtpServer) -> SmtpServer:
+    """`server` running; without aiosmtpd the test is unavailable (tests/components.py)."""
     try:
         server.__enter__()
     except MissingComponent as missing:
         unavailable(missing)
+    return server
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    server = started(SmtpServer())
     try:
         yield server
     finally:

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
-from tests.components import unavailable
+from tests.monitor.usage.mail_support import started
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.site import UsageSite
 from tests.monitor.usage.test_mail_cli import Cli, finished
@@ -47,11 +46,7 @@ class HeldSmtpServer(SmtpServer):
 @pytest.fixture
 def held_cli(tmp_path: Path) -> Iterator[Cli]:
     with RangePrometheus() as prometheus:
-        server = HeldSmtpServer()
-        try:
-            server.__enter__()
-        except MissingComponent as missing:
-            unavailable(missing)
+        server = started(HeldSmtpServer())
         try:
             cli = Cli(tmp_path, UsageSite(tmp_path, prometheus), server)
             done = cli.run("monitor", "migrate", "--verbosity", "0")
