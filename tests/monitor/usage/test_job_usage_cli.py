@@ -94,3 +94,17 @@ def test_a_malformed_job_id_exits_1_without_running_sacct(tmp_path: Path,
     migrated(tmp_path, site)
     done = run(tmp_path, site, "job_usage", "1;rm")
     assert done.returncode == 1 and "not a job id" in done.stderr
+
+
+def test_sacct_runs_without_the_monitors_secret_key(tmp_path: Path, site: UsageSite) -> None:
+    migrated(tmp_path, site)
+    seen = tmp_path / "sacct-environment"
+    spy = tmp_path / "spy-sacct"
+    spy.write_text(f"#!/bin/sh\nenv > {seen}\n")
+    spy.chmod(0o755)
+    done = run(tmp_path, site, "job_usage", "4242", CLUSTERWATCH_SACCT=str(spy),
+               CLUSTERWATCH_SECRET_KEY="the-key-that-signs-sessions", SLURM_CONF="/etc/x.conf")
+    assert done.returncode == 1 and "unknown to accounting" in done.stderr
+    environment_seen = seen.read_text()
+    assert "SLURM_CONF=/etc/x.conf" in environment_seen
+    assert "the-key-that-signs-sessions" not in environment_seen

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from clusterwatch.monitor.usage.accounting import Accounting
 from clusterwatch.monitor.usage.config import UsageConfig
 from clusterwatch.monitor.usage.sacct import SacctAccounting
@@ -14,4 +17,11 @@ def accounting(config: UsageConfig) -> Accounting:
         from clusterwatch.monitor.usage.slurmdb import SlurmDbAccounting  # PyMySQL only here
 
         return SlurmDbAccounting.from_environment()
-    return SacctAccounting(config.sacct_program)
+    return SacctAccounting(config.sacct_program, environ=sacct_environment(os.environ))
+
+
+def sacct_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The monitor's environment less its secret key: sacct (or a site's wrapper) has no
+    business with the key that signs every session."""
+    return {name: value for name, value in environ.items()
+            if name != "CLUSTERWATCH_SECRET_KEY"}
