@@ -134,3 +134,24 @@ def test_it_shows_a_remote_record_missing_its_heartbeat_and_dialogs(operator: Cl
     assert "instance: no harvester_instances row for &#x27;X&#x27;" in page
     assert "dialogs: harvester_dialogs: OperationalError: timeout" in page
     assert "Last heartbeat —" in page
+
+
+def why_of(record: dict[str, Any], queue: str) -> str:
+    return harvester_panel(StoredRecord(KEY, 1, record, NOW, NOW), queue, NOW, 300).why.text
+
+
+def test_it_says_why_from_what_the_server_knows_never_from_the_unreadable_fetcher_log() -> None:
+    assert why_of(remote_record(), EPIC) == (
+        "a pull-mode queue: its pilots fetch their own jobs; 2 workers submitted in the last "
+        "interval")
+    assert why_of(remote_record(), PUSH) == (
+        "queue status offline: the harvester runs no workers for it")
+    silent = remote_record()
+    silent["instance"]["heartbeat_age_s"] = 3600
+    assert why_of(silent, EPIC) == "no heartbeat from the harvester for 1 h"
+    absent = remote_record(instance={"error": "no harvester_instances row for 'X'"})
+    assert why_of(absent, EPIC) == "no heartbeat: no harvester_instances row for 'X'"
+    stale = harvester_panel(StoredRecord(KEY, 1, remote_record(), NOW, NOW), EPIC,
+                            NOW + dt.timedelta(hours=1), 300)
+    assert stale.why.text.startswith("harvester silent for 1 h: data is stale (its last "
+                                     "record said: a pull-mode queue")

@@ -19,9 +19,9 @@ from clusterwatch.monitor.pages.queue_logs import (
     submission,
 )
 from clusterwatch.monitor.pages.queue_workers import QueueWorkers, queue_workers
-from clusterwatch.monitor.pages.remote_panel import RemotePanel, remote_panel
+from clusterwatch.monitor.pages.remote_panel import RemotePanel, remote_panel, remote_why
 from clusterwatch.monitor.pages.stored import StoredRecord
-from clusterwatch.monitor.pages.why import Why, harvester_why, queue_why
+from clusterwatch.monitor.pages.why import Why, harvester_why, queue_why, unless_stale
 from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.monitor.record.slices import REASONS_SHOWN
 
@@ -78,6 +78,10 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
     submit = submission(record, queue, now)
     adjust = adjustment(record, queue, now)
     calls = failed_calls(record, now)
+    remote = remote_panel(record, stored.record, queue, now)
+    why = (unless_stale(remote_why(remote, submit), collected, interval_s) if remote else
+           harvester_why(fetch, submit, adjust, calls, collected, interval_s,
+                         interval.first_run))
     return HarvesterPanel(
         key=stored.key,
         report_id=stored.report_id,
@@ -92,9 +96,8 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
         last_call=last_failed_call(calls),
         adjustment=adjust,
         db=queue_workers(record, queue, now, reasons_shown),
-        why=harvester_why(fetch, submit, adjust, calls, collected, interval_s,
-                          interval.first_run),
-        remote=remote_panel(record, stored.record, queue, now),
+        why=why,
+        remote=remote,
     )
 
 

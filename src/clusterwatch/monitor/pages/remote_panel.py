@@ -16,7 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from clusterwatch.monitor.humanize import duration_text
 from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.pages.queue_logs import Submission
+from clusterwatch.monitor.pages.why import Why
 from clusterwatch.monitor.record.host_record import HostRecord
 from clusterwatch.monitor.record.reading import boolean, error_of, integer, obj, text
 from clusterwatch.monitor.record.remote_sections import DialogKind, Instance, QueueState
@@ -24,6 +27,8 @@ from clusterwatch.monitor.record.remote_sections import DialogKind, Instance, Qu
 # The record sections whose error says what only the harvester's logs or host could say.
 LOG_ONLY_FIELDS = ("fetching", "adjustment", "daemons", "processes")
 CALL_DAEMONS = ("communicator", "propagator")
+# The harvester sends a heartbeat about every 10 minutes: three missed is no longer live.
+HEARTBEAT_STALE_S = 1800
 
 
 @dataclass(frozen=True)
@@ -141,3 +146,27 @@ def remote_panel(record: HostRecord, raw: Mapping[str, Any], queue: str,
         dialogs=kinds_for_queue(dialogs.kinds, queue, harvester_queues(raw))
         if dialogs is not None else (),
         log_only=_log_only(raw))
+
+
+def remote_why(remote: RemotePanel, submit: Submission) -> Why:
+    """Why the queue gets no work, from what the PanDA server knows of a remote harvester
+    (its fetcher's log, which the reporter's rule starts from, is not readable)."""
+    age = remote.instance.heartbeat_age_s
+    if remote.instance.error is not None:
+        return Why("stale", f"no heartbeat: {remote.instance.error}", "bad")
+    if age is not None and age > HEARTBEAT_STALE_S:
+        return Why("stale", f"no heartbeat from the harvester for {duration_text(age)}", "bad")
+    if remote.status is not None and remote.status.active is False:
+        return Why("blocked", f"queue status {remote.status.status}: the harvester runs no "
+                   "workers for it", "bad")
+    if remote.limit is not None and remote.limit.value == 0:
+        return Why("blocked", f"the limit in force is 0 ({remote.limit.derivation})", "bad")
+    if submit.submit_failures and not submit.workers_submitted:
+        return Why("submit_failing", f"worker submission failing: {submit.submit_failures} "
+                   "failures and no worker submitted in the last interval", "bad")
+    submitted = f"{submit.workers_submitted or 0} workers submitted in the last interval"
+    if remote.pull_mode:
+        return Why("working", f"a pull-mode queue: its pilots fetch their own jobs; "
+                   f"{submitted}", "ok")
+    return Why("unclear", f"no block the PanDA server shows; {submitted} (its job fetching "
+               "is in its logs only)", "warn")

@@ -112,7 +112,11 @@ def harvester_why(fetch: Fetching, submit: Submission, adjust: Adjustment,
                   calls: Sequence[FailedCalls], collected: Optional[Stamp], interval_s: int,
                   first_run: bool) -> Why:
     """Why one harvester's queue gets no work, by its latest record."""
-    inner = _reason(fetch, submit, adjust, calls, first_run)
+    return unless_stale(_reason(fetch, submit, adjust, calls, first_run), collected, interval_s)
+
+
+def unless_stale(inner: Why, collected: Optional[Stamp], interval_s: int) -> Why:
+    """`inner`, or when the record is stale, that it is, with what it last said."""
     if collected is not None and collected.age_s <= stale_after_s(interval_s):
         return inner
     silent = duration_text(collected.age_s) if collected is not None else "an unknown time"
