@@ -79,7 +79,9 @@ def test_it_shows_a_running_job_with_its_start_and_no_fetch_panel(
     operator: Client, panda: PandaDatabase,
 ) -> None:
     store(fresh(all_fetches_failing(example())))
-    started = NOW - dt.timedelta(minutes=20)
+    # From the clock now, not NOW: the module may be imported minutes before this runs.
+    started = (dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+               - dt.timedelta(minutes=20))
     insert_jobs(panda, "jobsactive4", [job(7002, "running", QUEUE, NOW, starttime=started,
                                            jobsubstatus="")])
     text = text_of(operator.get("/jobs/7002/"))
