@@ -55,7 +55,7 @@ class RealJobs:
     cancelled: str  # scancel'd (by root) while running
     array: str  # the array job's id; tasks `<array>_1` and `<array>_2`
     other: str  # OTHER_USER's job, exit 0
-    running: str  # sleeps, time limit 10 minutes; still running during the tests
+    running: str  # sleeps, time limit a day: still running however long the suite takes
 
     @property
     def ended(self) -> tuple[str, ...]:
@@ -92,7 +92,7 @@ def _run_jobs(cluster: SlurmCluster) -> RealJobs:
         cancelled=str(submit("sleep 300", mem="50M", job_name="cancelled")),
         array=str(submit("sleep 1", mem="50M", array="1-2", job_name="array")),
         other=str(submit("exit 0", mem="50M", user=OTHER_USER, job_name="other")),
-        running=str(submit("sleep 600", mem="50M", time="10", job_name="running")),
+        running=str(submit("sleep 86400", mem="50M", time="1-0", job_name="running")),
     )
     cluster.wait_running(int(jobs.cancelled))
     cluster.cancel(int(jobs.cancelled))
