@@ -127,6 +127,8 @@ def test_it_lists_a_users_jobs_with_kept_and_accounting_figures(usage_site: Usag
     assert client.get("/api/v1/users/bob").status_code == 404
     assert client.get("/api/v1/users/alice?days=0").status_code == 400
     assert client.get("/api/v1/users/alice?days=\u0663").status_code == 400  # Arabic-Indic 3
+    # Twice is ambiguous (the pages refuse it too), never "the last one wins".
+    assert client.get("/api/v1/users/alice?days=7&days=30").status_code == 400
     assert client.get("/api/v1/users/a%20b").status_code == 400
 
 

@@ -18,11 +18,11 @@ from clusterwatch.monitor.usage.answers import (
     fetch_report,
     json_view,
 )
+from clusterwatch.monitor.usage.list_params import BadParameter, days_back
 from clusterwatch.monitor.usage.user_jobs import user_jobs
 
 USERNAME_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")
 DEFAULT_DAYS = 30
-MAX_DAYS = 366
 
 
 @json_view
@@ -52,12 +52,9 @@ def user_usage(request: HttpRequest, username: str) -> Any:
 
 def since_of(request: HttpRequest) -> datetime:
     """`?days=N` (1-366, default 30) back from now; a Refusal (400) for anything else."""
-    text = request.GET.get("days", "").strip()
-    if not text:
-        days = DEFAULT_DAYS
-    elif text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_DAYS:  # not '٣'
-        days = int(text)
-    else:
-        raise Refusal(400, f"days must be a whole number from 1 to {MAX_DAYS}")
+    try:
+        days = days_back(dict(request.GET.lists()), DEFAULT_DAYS)
+    except BadParameter as exc:
+        raise Refusal(400, str(exc)) from None
     now: datetime = timezone.now()
     return now - timedelta(days=days)

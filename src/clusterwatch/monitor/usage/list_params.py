@@ -62,7 +62,7 @@ def user_query(params: Params, now: datetime) -> UserQuery:
         if until is not None and until <= since:
             raise BadParameter("until must not be before since")
     else:
-        days = _days(params, USER_DAYS)
+        days = days_back(params, USER_DAYS)
         since, until = now - timedelta(days=days), None
     states = tuple(dict.fromkeys(s for s in params.get("state", ()) if s))
     for state in states:
@@ -82,7 +82,7 @@ def user_query(params: Params, now: datetime) -> UserQuery:
 
 
 def staff_query(params: Params, now: datetime) -> StaffQuery:
-    days = _days(params, STAFF_DAYS)
+    days = days_back(params, STAFF_DAYS)
     sort = _one(params, "sort") or STAFF_SORTS[0]
     if sort not in STAFF_SORTS:
         raise BadParameter(f"sort must be one of {', '.join(STAFF_SORTS)}")
@@ -99,7 +99,8 @@ def _one(params: Params, name: str) -> str:
     return values[0].strip() if values else ""
 
 
-def _days(params: Params, default: int) -> int:
+def days_back(params: Params, default: int) -> int:
+    """`?days=N` (1-366), `default` when absent; the pages and the JSON API read it here."""
     text = _one(params, "days")
     if not text:
         return default
