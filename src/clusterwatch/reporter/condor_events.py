@@ -205,6 +205,12 @@ def _read_tail(path: str, max_bytes: int) -> str:
     return text
 
 
+def read_events(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> List[Dict[str, Any]]:
+    """The complete events in the last `max_bytes` of the log at `path` (OSError if it
+    cannot be read); the admission evidence reads slots and times from them."""
+    return parse_events(_read_tail(path, max_bytes))
+
+
 def worker_reason(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Dict[str, Any]:
     """Why the condor job behind one worker ended, from the last `max_bytes` of its log."""
     try:
