@@ -10,6 +10,7 @@ when that could be a secret.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 
 TRUE = ("1", "true", "yes", "on")
@@ -43,3 +44,17 @@ def flag(values: Mapping[str, str], name: str) -> bool:
     if text and text not in TRUE + FALSE:
         raise ValueError(f"{name} must be one of {', '.join(TRUE + FALSE)}, not {text[:40]!r}")
     return text in TRUE
+
+
+def seconds(values: Mapping[str, str], name: str, default: float, most: float) -> float:
+    """`name`'s value as a number of seconds in (0, `most`]; `default` when absent or empty."""
+    text = values.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {text[:40]!r}") from None
+    if not math.isfinite(value) or not 0 < value <= most:
+        raise ValueError(f"{name} must be between 0 and {most:g} seconds, not {text[:40]!r}")
+    return value

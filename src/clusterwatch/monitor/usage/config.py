@@ -15,7 +15,6 @@ A bad value is a ConfigError whose one-line message names the variable (exit 78)
 from __future__ import annotations
 
 import functools
-import math
 import os
 import urllib.parse
 from collections.abc import Mapping
@@ -24,11 +23,10 @@ from pathlib import Path
 from typing import Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor import prefixed_settings
 from clusterwatch.monitor.usage.thresholds import Thresholds, load_thresholds
 
 ACCOUNTING_KINDS = ("sacct", "slurmdb")
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off", "")
 
 
 @dataclass(frozen=True)
@@ -87,21 +85,14 @@ def _check_url(url: str) -> None:
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
     try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, not {text[:40]!r}") from None
-    if not math.isfinite(value) or value <= 0 or value > 86400:
-        raise ConfigError(f"{name} must be between 0 and 86400 seconds, not {text[:40]!r}")
-    return value
+        return prefixed_settings.seconds(environ, name, default, most=86400)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
-    text = environ.get(name, "").strip().lower()
-    if text not in _TRUE + _FALSE:
-        raise ConfigError(f"{name} must be one of {', '.join(_TRUE + _FALSE[:-1])}, "
-                          f"not {text[:40]!r}")
-    return text in _TRUE
+    try:
+        return prefixed_settings.flag({name: environ.get(name, "").strip()}, name)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

@@ -12,7 +12,6 @@ password someone put there anyway) or the password.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import unquote, urlsplit
 
+from clusterwatch.monitor import prefixed_settings
 from clusterwatch.monitor.database_url import DatabaseUrlError, read_password_file
 from clusterwatch.monitor.usage.accounting import AccountingConfigError
 from clusterwatch.monitor.usage.slurmdb_view import identifier
@@ -95,15 +95,7 @@ def _password(environ: Mapping[str, str]) -> str:
 
 
 def _timeout(environ: Mapping[str, str]) -> float:
-    text = environ.get(TIMEOUT, "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT_S
     try:
-        value = float(text)
-    except ValueError:
-        raise AccountingConfigError(f"{TIMEOUT} must be a number of seconds, "
-                                    f"not {text[:40]!r}") from None
-    if not math.isfinite(value) or not 0 < value <= 300:
-        raise AccountingConfigError(f"{TIMEOUT} must be between 0 and 300 seconds, "
-                                    f"not {text[:40]!r}")
-    return value
+        return prefixed_settings.seconds(environ, TIMEOUT, DEFAULT_TIMEOUT_S, most=300)
+    except ValueError as exc:
+        raise AccountingConfigError(str(exc)) from None
