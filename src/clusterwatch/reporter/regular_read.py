@@ -34,3 +34,13 @@ def open_regular(path: str) -> IO[bytes]:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file `path`; OSError (EFBIG) when it holds more than
+    `limit` bytes, so a file put in a template's place cannot make a run read without end."""
+    with open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, "larger than {} bytes".format(limit), path)
+    return data

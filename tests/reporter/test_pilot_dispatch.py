@@ -1,0 +1,248 @@
+"""Pilot dispatch (1.6): each queue's actual template, read as the harvester renders it, gives
+one exact reading; whatever is unresolved, unreadable or conflicting is unknown with why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterwatch.reporter.pilot_dispatch import (
+    MAX_TEMPLATE_BYTES,
+    add_pilot_dispatch,
+    pilot_dispatch_for,
+)
+from clusterwatch.reporter.queue_config import parse_queue_config
+from clusterwatch.reporter.regular_read import read_regular
+
+FIXTURES = Path(__file__).with_name("templates")
+# The allocator state fixture is dated 2026-12-02T01:00:00Z; two minutes after it.
+NOW = 1796173200.0 + 120
+EL9 = "/cvmfs/singularity.opensciencegrid.org/opensciencegrid/osgvo-el9:latest"
+XL = "/cvmfs/singularity.opensciencegrid.org/eic/eic_xl:{}-stable"
+NOT_BOUND = "no image binding, no known per-job launcher, not a native per-job template"
+
+
+def read(path: str) -> bytes:
+    return read_regular(path, MAX_TEMPLATE_BYTES)
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> Path:
+    """The fixture directory copied, `@TEMPLATES@` replaced by the copy's absolute path."""
+    where = tmp_path / "templates"
+    shutil.copytree(FIXTURES, where)
+    for path in where.iterdir():
+        path.write_text(path.read_text().replace("@TEMPLATES@", str(where)))
+    (where / "a-directory.sdf").mkdir()
+    return where
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def readings(where: Path, now: float = NOW) -> dict[str, Any]:
+    config = parse_queue_config(json.loads((where / "queue_config.json").read_text()))
+    section = {"queues": {name: {"status": queue.status, "active": queue.active}
+                          for name, queue in config.queues.items()}}
+    return add_pilot_dispatch(section, config, read, now)["queues"]  # type: ignore[no-any-return]
+
+
+def expected(where: Path) -> dict[str, Any]:
+    def entry(status: str, kind: str, reason: str, template: str | None,
+              images: tuple[str, ...] = (), bootstrap: tuple[str, ...] = (),
+              hashed: bool = True) -> dict[str, Any]:
+        path = str(where / template) if template and "/" not in template else template
+        return {"status": status, "active": status != "offline", "pilot_dispatch": {
+            "kind": kind, "images": list(images), "template": path,
+            "sha256": sha(where / template) if hashed and template else None,
+            "reason": reason, "bootstrap_images": list(bootstrap)}}
+
+    native = (f"native per-job dispatch and container launch on; {where}/native-launcher.sh "
+              "omits the dispatch-image filter")
+    policy = entry("online", "unrestricted", native + "; image policy epic-osg: 2 of its 3 "
+                   "images supplied by the allocator (120 s ago)", "native_policy.sdf",
+                   images=(XL.format("25.07"),
+                           "/cvmfs/singularity.opensciencegrid.org/eic/eic_ci:nightly"))
+    policy["pilot_dispatch"]["policy"] = {
+        "file": f"{where}/image-policy.json", "sha256": sha(where / "image-policy.json"),
+        "policy": "epic-osg", "state_file": f"{where}/image-allocator-state.json",
+        "state_updated_at": "2026-12-02T01:00:00Z", "state_age_s": 120}
+    return {
+        "ALRB": entry("online", "per_job", "ALRB per-job launcher (setupATLAS -c in "
+                      f"{where}/alrb-launcher.sh): each job runs in its own image",
+                      "alrb.sdf", bootstrap=(EL9,)),
+        "BOUND_COMMENTED": entry("online", "unknown", NOT_BOUND, "bound_commented.sdf"),
+        "BOUND_CONTAINER": entry("online", "image_bound", "bound by container_image",
+                                 "bound_container.sdf",
+                                 images=("docker://eicweb/eic_xl:25.07-stable",)),
+        "BOUND_MY": entry("brokeroff", "image_bound", "bound by MY.SingularityImage",
+                          "bound_my.sdf", images=(XL.format("25.06"),)),
+        "BOUND_PLUS": entry("online", "image_bound", "bound by +SingularityImage",
+                            "bound_plus.sdf", images=(XL.format("25.07"),)),
+        "CONFLICTING": entry("offline", "unknown", "conflicting image bindings: "
+                             f"+SingularityImage {XL.format('25.07')}; container_image "
+                             f"{XL.format('25.06')}", "conflicting.sdf"),
+        "MISSING": entry("online", "unknown", "cannot read the template: No such file or "
+                         "directory", "does-not-exist.sdf", hashed=False),
+        "NATIVE": entry("online", "unrestricted", native + "; no image policy: any job's image",
+                        "native.sdf", bootstrap=(EL9,)),
+        "NATIVE_NO_CONTAINER": entry("online", "unknown", "native per-job template, but "
+                                     "EPICPROD_CONTAINER_LAUNCH is '0', not on",
+                                     "native_no_container.sdf"),
+        "NATIVE_NO_PER_JOB": entry("online", "unknown", "native per-job template, but "
+                                   "EPICPROD_PER_JOB_DISPATCH is not set",
+                                   "native_no_per_job.sdf"),
+        "NATIVE_OLD_LAUNCHER": entry(
+            "online", "unknown", "native per-job template, but no transferred launcher "
+            "declares omit-dispatch-image-filter in EPICPROD_LAUNCHER_FEATURES "
+            f"({where}/runpilot3-wrapper.sh, {where}/native-launcher-old.sh)",
+            "native_old_launcher.sdf"),
+        "NATIVE_POLICY": policy,
+        "NOT_A_FILE": entry("online", "unknown", "cannot read the template: not a regular "
+                            "file", "a-directory.sdf", hashed=False),
+        "NO_TEMPLATE_FILE": entry("online", "unknown", "no submitter.templateFile (a template "
+                                  "chosen per CE from CEtemplateDir is not read)", None),
+        "RELATIVE": entry("online", "unknown", "templateFile is relative: the harvester's "
+                          "working directory is not known", "templates/bound_plus.sdf",
+                          hashed=False),
+        "UNKNOWN_PLACEHOLDER": entry(
+            "online", "unknown", "template not read: the harvester cannot render it: "
+            "{imageTag} is not one of its placeholders (format raises KeyError)",
+            "unknown_placeholder.sdf"),
+    }
+
+
+def test_it_reads_every_fixture_queue_exactly(installed: Path) -> None:
+    assert readings(installed) == expected(installed)
+
+
+def test_it_hashes_the_template_bytes_as_read(installed: Path) -> None:
+    found = readings(installed)["BOUND_PLUS"]["pilot_dispatch"]
+    assert found["sha256"] == hashlib.sha256(
+        (installed / "bound_plus.sdf").read_bytes()).hexdigest()
+    with (installed / "bound_plus.sdf").open("a") as handle:
+        handle.write("# edited\n")
+    assert readings(installed)["BOUND_PLUS"]["pilot_dispatch"]["sha256"] != found["sha256"]
+
+
+# One template written inline per case: (template text, the reading's kind, its reason).
+Case = tuple[str, str, str]
+INLINE: dict[str, Case] = {
+    "expression": ('+SingularityImage = ifThenElse(x, "a", "b")\n', "unknown",
+                   "+SingularityImage is an expression, not a quoted string"),
+    "unquoted": ("+SingularityImage = eic_xl\n", "unknown",
+                 "+SingularityImage is an expression, not a quoted string"),
+    "macro": ('+SingularityImage = "$(image)"\n', "unknown",
+              "+SingularityImage is an HTCondor macro"),
+    "placeholder": ("container_image = /images/{computingSite}.sif\n", "unknown",
+                    "container_image is a harvester placeholder, filled per worker"),
+    "empty": ('MY.SingularityImage = ""\n', "unknown", "MY.SingularityImage is an empty string"),
+    "same image twice": ('+SingularityImage = "/i.sif"\ncontainer_image = /i.sif\n',
+                         "image_bound", "bound by +SingularityImage, container_image"),
+    "lower-case keys": ('+singularityimage = "/i.sif"\n', "image_bound",
+                        "bound by +SingularityImage"),
+    "continued line": ('+SingularityImage = \\\n  "/i.sif"\n', "image_bound",
+                       "bound by +SingularityImage"),
+    "positional brace": ("arguments = {}\n", "unknown", "template not read: the harvester "
+                         "cannot render it: {} is not one of its placeholders (format raises "
+                         "IndexError)"),
+    "single brace": ("arguments = }\n", "unknown", "template not read: the harvester cannot "
+                     "render it: Single '}' encountered in format string"),
+    "literal braces": ('environment = "A={{x}}"\n+SingularityImage = "/i.sif"\n',
+                       "image_bound", "bound by +SingularityImage"),
+    "CRIC attributes": ('+SingularityImage = "/i.sif"\n{customSubmitAttributes}\n', "unknown",
+                        "{customSubmitAttributes} can add CRIC's +SingularityImage after /i.sif"),
+    "ALRB in the template": ('arguments = "-c \'setupATLAS -c $IMG\'"\n', "per_job",
+                             "ALRB per-job launcher (setupATLAS -c in the template): each job "
+                             "runs in its own image"),
+    "ALRB variable": ('environment = "ALRB_CONT_RUNPAYLOAD=x"\n', "per_job",
+                      "ALRB per-job launcher (ALRB_CONT_RUNPAYLOAD in the template): each job "
+                      "runs in its own image"),
+    "bad environment": ('environment = "A=\'x"\n', "unknown",
+                        "environment cannot be split: No closing quotation"),
+    "old environment, switch off": (
+        "environment = EPICPROD_PER_JOB_DISPATCH=1;EPICPROD_CONTAINER_LAUNCH=no\n", "unknown",
+        "native per-job template, but EPICPROD_CONTAINER_LAUNCH is 'no', not on"),
+    "policy only": ('+EpicprodImagePolicyFile = "/p.json"\n', "unknown",
+                    "native per-job template, but EPICPROD_PER_JOB_DISPATCH is not set and "
+                    "EPICPROD_CONTAINER_LAUNCH is not set"),
+}
+
+
+def write_queue(tmp_path: Path, text: str | bytes, **submitter: str) -> dict[str, Any]:
+    path = tmp_path / "t.sdf"
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return {"submitter": dict({"templateFile": str(path)}, **submitter)}
+
+
+@pytest.mark.parametrize("case", sorted(INLINE))
+def test_it_reads_each_inline_case(tmp_path: Path, case: str) -> None:
+    text, kind, reason = INLINE[case]
+    found = pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)
+    assert (found["kind"], found["reason"]) == (kind, reason)
+    if kind == "unknown":
+        assert found["images"] == [] and found["bootstrap_images"] == []
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b'+SingularityImage = "/i.sif"\n\0', "template not read: it holds a NUL byte"),
+    (b'+SingularityImage = "/\xff.sif"\n', "template not read: not UTF-8"),
+    (b"#" * (MAX_TEMPLATE_BYTES + 1), f"cannot read the template: larger than "
+                                      f"{MAX_TEMPLATE_BYTES} bytes"),
+])
+def test_it_takes_hostile_template_bytes_as_unknown(tmp_path: Path, data: bytes,
+                                                    reason: str) -> None:
+    found = pilot_dispatch_for(write_queue(tmp_path, data), read, NOW)
+    assert (found["kind"], found["reason"]) == ("unknown", reason)
+
+
+def test_it_never_blocks_on_a_fifo_in_the_templates_place(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "t.sdf")
+    found = pilot_dispatch_for({"submitter": {"templateFile": str(tmp_path / "t.sdf")}},
+                               read, NOW)
+    assert found == {"kind": "unknown", "images": [], "template": str(tmp_path / "t.sdf"),
+                     "sha256": None, "reason": "cannot read the template: not a regular file",
+                     "bootstrap_images": []}
+
+
+def test_it_ignores_an_alrb_marker_in_a_launchers_comment(tmp_path: Path) -> None:
+    launcher = tmp_path / "run.sh"
+    launcher.write_text("#!/bin/sh\n# setupATLAS -c $IMG  (disabled)\nexec pilot\n")
+    found = pilot_dispatch_for(write_queue(tmp_path, "executable = {executableFile}\n",
+                                           executableFile=str(launcher)), read, NOW)
+    assert (found["kind"], found["reason"]) == ("unknown", NOT_BOUND)
+
+
+def test_it_says_why_a_native_launcher_could_not_be_read(tmp_path: Path) -> None:
+    text = ('environment = "EPICPROD_PER_JOB_DISPATCH=1 EPICPROD_CONTAINER_LAUNCH=1"\n'
+            f"transfer_input_files = {tmp_path}/gone.sh, launcher.sh, {{logDir}}/x.sh, "
+            "https://example.org/l.sh\n")
+    found = pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)
+    assert found["kind"] == "unknown"
+    assert found["reason"] == (
+        "native per-job template, but no transferred launcher declares "
+        "omit-dispatch-image-filter in EPICPROD_LAUNCHER_FEATURES (none read; {logDir}/x.sh "
+        "is a harvester placeholder, filled per worker; https://example.org/l.sh is a URL; "
+        f"cannot read {tmp_path}/gone.sh: No such file or directory; launcher.sh is relative "
+        "to the submit directory, not known here)")
+
+
+def test_it_keeps_a_failing_queue_from_losing_the_others(installed: Path) -> None:
+    def failing(path: str) -> bytes:
+        if path.endswith("alrb.sdf"):
+            raise RuntimeError("boom")
+        return read(path)
+
+    config = parse_queue_config(json.loads((installed / "queue_config.json").read_text()))
+    section = {"queues": {name: {"status": "online"} for name in config.queues}}
+    found = add_pilot_dispatch(section, config, failing, NOW)["queues"]
+    assert found["ALRB"]["pilot_dispatch"]["reason"] == "reading failed: RuntimeError: boom"
+    assert found["BOUND_PLUS"]["pilot_dispatch"]["kind"] == "image_bound"
+
