@@ -93,10 +93,13 @@ def event_log_evidence(path: Optional[str],
 def worker_evidence(event_log: Optional[str], stderr: Optional[str],
                     startup: Sequence["re.Pattern[str]"],
                     lifetime: Sequence["re.Pattern[str]"]) -> Dict[str, Any]:
-    """Both files' evidence for one worker; `complete` is False when a file could not be
-    read (it may still appear: the worker is read again on a later run)."""
+    """Both files' evidence for one worker; `complete` is False when a file it has a path
+    for could not be read (it may still appear: the worker is read again on a later run);
+    a worker without a path has nothing to wait for."""
     slot = event_log_evidence(event_log)
     launcher = launcher_stderr.stderr_evidence(stderr, startup, lifetime)
+    complete = not ((event_log is not None and "error" in slot)
+                    or (stderr is not None and "error" in launcher))
     missing = dict(slot.pop("missing"))
     missing.update(launcher.pop("missing"))
     errors = [part.pop("error") for part in (slot, launcher) if "error" in part]
@@ -104,5 +107,5 @@ def worker_evidence(event_log: Optional[str], stderr: Optional[str],
     out.update(launcher)
     out["missing"] = missing
     out["errors"] = errors
-    out["complete"] = not errors
+    out["complete"] = complete
     return out
