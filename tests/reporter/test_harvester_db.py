@@ -109,6 +109,16 @@ WORK_ROWS = [
     worker(19, "BNL", "failed", t("18:30:00", day=1)),     # exactly 24 h ago: out
     worker(20, "BNL", "finished", t("10:00:00"), t("09:00:00"), 0),
     worker(21, "BNL", "failed", t("18:31:00")),            # after `now`: out
+    worker(22, "BNL", "running", start=t("18:27:30")),     # started in the interval
+    worker(23, "BNL_ANALY", "running", start=t("18:30:00")),  # at `now`: in
+    worker(24, "BNL", "running", start=t("18:25:00")),     # at `since`: the interval before
+]
+CACHE_ROWS = [  # the adjuster's two keys, one dated after `now`, and one never refreshed
+    {"mainKey": "job_statistics.json", "subKey": "", "data": '{"BNL": {"activated": 12}}',
+     "lastUpdate": t("18:22:00")},
+    {"mainKey": "job_statistics_new.json", "subKey": "", "data": "{}",
+     "lastUpdate": t("18:31:00")},
+    {"mainKey": "panda_queues.json", "subKey": "x\tq", "data": "\u0000", "lastUpdate": None},
 ]
 METRICS = {"rss_mib": 2211.4, "memory_pc": 3.4, "cpu_pc": 11.2, "volume_data_pc": 41.0,
            "cert_lifetime": {"/data/atlpan/proxy/x509up_u25606_prod": 94}}
@@ -130,7 +140,8 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
     with mariadb_server(tmp_path_factory.mktemp("mariadb")) as db:
         create_harvester_schema(db, SCHEMA, USER, PASSWORD)
         db.sql("\n".join((insert("pq_table", PQ_ROWS), insert("work_table", WORK_ROWS),
-                          insert("sm_table", SM_ROWS))), SCHEMA)
+                          insert("sm_table", SM_ROWS), insert("cache_table", CACHE_ROWS))),
+               SCHEMA)
         create_harvester_schema(db, "HARVESTER_PART", USER, PASSWORD,
                                 tables=("pq_table", "work_table"))
         yield db
@@ -174,8 +185,8 @@ EXPECTED = {
         },
     },
     "workers_now": {
-        "BNL": {"submitted": 1, "running": 2, "ready": 1, "idle": 1, "pending": 1},
-        "BNL_ANALY": {"submitted": 1},
+        "BNL": {"submitted": 1, "running": 4, "ready": 1, "idle": 1, "pending": 1},
+        "BNL_ANALY": {"submitted": 1, "running": 1},
     },
     "workers_ended": {
         "BNL": {"by_status": {"finished": 4, "failed": 1, "cancelled": 1},
@@ -215,6 +226,17 @@ EXPECTED = {
     ],
     "service_metrics": {"hostName": FQDN, "creationTime": "2026-10-02T18:25:00Z",
                         "metrics": METRICS},
+    "worker_starts": {
+        "BNL": {"started": 2, "by_status": {"finished": 1, "running": 1}},
+        "BNL_ANALY": {"started": 1, "by_status": {"running": 1}},
+    },
+    "job_demand_cache": {
+        "job_statistics.json": {"subKey": "", "lastUpdate": "2026-10-02T18:22:00Z",
+                                "age_s": 480},
+        "job_statistics_new.json": {"subKey": "", "lastUpdate": "2026-10-02T18:31:00Z",
+                                    "age_s": -60},
+        "panda_queues.json": {"subKey": "x\tq", "lastUpdate": None, "age_s": None},
+    },
 }
 
 
@@ -321,7 +343,8 @@ def test_it_never_puts_the_password_in_argv_or_environment(
 
 
 def checksums(db: MariaDB) -> str:
-    return db.sql("CHECKSUM TABLE pq_table, work_table, sm_table EXTENDED;", SCHEMA)
+    return db.sql("CHECKSUM TABLE pq_table, work_table, sm_table, cache_table EXTENDED;",
+                  SCHEMA)
 
 
 def test_it_writes_nothing_and_sends_only_selects(tmp_path: Path, mariadb: MariaDB) -> None:
@@ -367,6 +390,9 @@ def test_it_reports_a_missing_table_in_its_part_only(tmp_path: Path, mariadb: Ma
         "workers_not_finished_candidates": [],
         "service_metrics": {"error": "ERROR 1146 (42S02) at line 11: Table "
                                      "'HARVESTER_PART.sm_table' doesn't exist"},
+        "worker_starts": {},
+        "job_demand_cache": {"error": "ERROR 1146 (42S02) at line 15: Table "
+                                      "'HARVESTER_PART.cache_table' doesn't exist"},
     }
 
 

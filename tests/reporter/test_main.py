@@ -230,7 +230,7 @@ def test_it_reports_the_harvester_database_in_a_valid_record(
     validate(record)
     db = record["harvester_db"]
     assert db["launch_limits"]["BNL_PROD"]["maxWorkers"] == 1000
-    assert db["workers_now"]["BNL"]["running"] == 2
+    assert db["workers_now"]["BNL"]["running"] == 4
     not_finished = db["workers_not_finished"]["BNL"]
     assert not_finished["workers"] >= 3
     sources = {group["source"] for group in not_finished["reasons"].values()}

@@ -63,6 +63,7 @@ WORK_COLUMNS = (
     "errorCode:integer", "errorDiag:text",
 )
 SM_COLUMNS = ("creationTime:timestamp / index", "hostName:text", "metrics:blob")
+CACHE_COLUMNS = ("mainKey:text primary key", "subKey:text", "data:blob", "lastUpdate:timestamp")
 
 
 class MariaDBMissing(Exception):
@@ -223,9 +224,11 @@ def create_table_sql(table: str, columns: Sequence[str]) -> str:
 
 
 def create_harvester_schema(db: MariaDB, schema: str, user: str, password: str,
-                            tables: Sequence[str] = ("pq_table", "work_table", "sm_table")) -> None:
+                            tables: Sequence[str] = ("pq_table", "work_table", "sm_table",
+                                                     "cache_table")) -> None:
     """The schema, its tables, and `user` with all rights on it (as the harvester's user)."""
-    columns = {"pq_table": PQ_COLUMNS, "work_table": WORK_COLUMNS, "sm_table": SM_COLUMNS}
+    columns = {"pq_table": PQ_COLUMNS, "work_table": WORK_COLUMNS, "sm_table": SM_COLUMNS,
+               "cache_table": CACHE_COLUMNS}
     db.sql(f"CREATE DATABASE {schema};")
     for host in ("localhost", "%"):
         db.sql(f"CREATE USER IF NOT EXISTS '{user}'@'{host}' IDENTIFIED BY {sql_string(password)};"

@@ -27,6 +27,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from clusterwatch.reporter import harvester_regulation as regulation
 from clusterwatch.reporter.harvester_cfg import HarvesterConfigError, read_db_settings
 
 PARTS = (
@@ -35,6 +36,8 @@ PARTS = (
     "workers_ended",
     "workers_not_finished_candidates",
     "service_metrics",
+    "worker_starts",
+    "job_demand_cache",
 )
 LIVE_STATUSES = ("submitted", "running", "ready", "idle", "pending")
 FINAL_STATUSES = ("finished", "failed", "cancelled", "missed")
@@ -86,6 +89,8 @@ def collect(
         "workers_ended": _workers_ended,
         "workers_not_finished_candidates": _candidates,
         "service_metrics": lambda found: _service_metrics(found, host_fqdn),
+        "worker_starts": regulation.worker_starts,
+        "job_demand_cache": regulation.job_demand_cache,
     }
     section = {}  # type: Dict[str, Any]
     for name, columns, _ in queries:
@@ -114,6 +119,7 @@ def _in(values: Sequence[str]) -> str:
 
 def _queries(now: float, since: float, fqdn: str) -> List[_Query]:
     window = f"endTime > {_sql_time(since)} AND endTime <= {_sql_time(now)}"
+    started = f"startTime > {_sql_time(since)} AND startTime <= {_sql_time(now)}"
     day = f"endTime > {_sql_time(now - CANDIDATE_WINDOW_S)} AND endTime <= {_sql_time(now)}"
     not_finished = (
         f"(status IN {_in(FINAL_STATUSES[1:])} OR (status = 'finished'"
@@ -144,6 +150,14 @@ def _queries(now: float, since: float, fqdn: str) -> List[_Query]:
         ("service_metrics",
          [("creationTime", "time"), ("metrics", "json")],
          f"FROM sm_table WHERE hostName = {_sql_text(fqdn)} ORDER BY creationTime DESC LIMIT 1"),
+        # Appended after the older parts so their `at line N` stays what it was.
+        ("worker_starts",
+         [("computingSite", "text"), ("status", "text"), ("COUNT(*)", "int")],
+         f"FROM work_table WHERE {started} GROUP BY computingSite, status"),
+        ("job_demand_cache",  # never the data blob: only when each key was refreshed
+         [("mainKey", "text"), ("subKey", "text"), ("lastUpdate", "time"),
+          (f"TIMESTAMPDIFF(SECOND, lastUpdate, {_sql_time(now)}) AS {regulation.AGE}", "int")],
+         "FROM cache_table ORDER BY mainKey"),
     ]
 
 
@@ -262,7 +276,9 @@ def _split(stdout: str) -> Dict[str, List[List[str]]]:
 def _typed_row(columns: Sequence[Tuple[str, str]], row: List[str]) -> Dict[str, Any]:
     if len(row) != len(columns):
         raise ValueError(f"{len(row)} fields where {len(columns)} were expected")
-    return {column: _typed(kind, raw) for (column, kind), raw in zip(columns, row)}
+    # A computed integer column `EXPRESSION AS name` is delivered under its name.
+    return {column.rsplit(" AS ", 1)[-1]: _typed(kind, raw)
+            for (column, kind), raw in zip(columns, row)}
 
 
 def _typed(kind: str, raw: str) -> Any:

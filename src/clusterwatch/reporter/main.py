@@ -24,6 +24,8 @@ DEFAULT_HARVESTER_CFG = "/opt/harvester/etc/panda/panda_harvester.cfg"
 DEFAULT_QUEUE_CONFIG = "/opt/harvester/etc/panda/panda_queueconfig.json"
 DEFAULT_VOLUMES = "/,/var,/data,/tmp"
 DEFAULT_ENV = "~/.swf-harvester-reporter.env"
+DEFAULT_INTERVAL_S = 300
+MAX_INTERVAL_S = 86400  # a reporter run less than daily is no monitoring
 
 
 class UsageError(Exception):
@@ -68,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="panda_queueconfig.json (default: %(default)s)")
     parser.add_argument("--volumes", metavar="LIST", default=DEFAULT_VOLUMES,
                         help="comma-separated mount points to report (default: %(default)s)")
+    parser.add_argument("--interval-s", metavar="N", type=int, default=DEFAULT_INTERVAL_S,
+                        help="seconds between runs as cron starts them, stated in the record "
+                             "so the monitor's staleness follows it; 1 to {} (default: "
+                             "%(default)s)".format(MAX_INTERVAL_S))
     parser.add_argument("--mysql", metavar="PROGRAM", default="mysql",
                         help="the mysql client (default: found on PATH)")
     return parser
@@ -94,11 +100,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not volumes:
         sys.stderr.write("harvester-reporter: --volumes needs at least one mount point\n")
         return EXIT_USAGE
+    if not 1 <= args.interval_s <= MAX_INTERVAL_S:
+        sys.stderr.write("harvester-reporter: --interval-s must be 1 to {}\n".format(
+            MAX_INTERVAL_S))
+        return EXIT_USAGE
     state_dir = os.path.expanduser(args.state or default_state_dir(key))
     sources = record_module.Sources(
         log_dir=args.log_dir, harvester_cfg=args.harvester_cfg,
         queue_config=args.queue_config, volumes=volumes, mysql=args.mysql,
-        environ=dict(os.environ),
+        environ=dict(os.environ), interval_s=args.interval_s,
     )
     if args.print_only:
         previous, damage = state_module.load(state_dir, keep_damaged=False)

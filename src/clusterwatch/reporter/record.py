@@ -29,7 +29,7 @@ class Sources(object):
 
     def __init__(self, log_dir: str, harvester_cfg: str, queue_config: str,
                  volumes: List[str], mysql: str = "mysql", proc_root: str = "/proc",
-                 environ: Optional[Dict[str, str]] = None) -> None:
+                 environ: Optional[Dict[str, str]] = None, interval_s: int = 300) -> None:
         self.log_dir = log_dir
         self.harvester_cfg = harvester_cfg
         self.queue_config = queue_config
@@ -37,6 +37,7 @@ class Sources(object):
         self.mysql = mysql
         self.proc_root = proc_root
         self.environ = dict(environ or {})
+        self.interval_s = interval_s  # how often cron runs the reporter (--interval-s)
 
 
 def schema_path() -> str:
@@ -70,7 +71,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
 
     `state_damage` (what `state.load` found wrong with the previous state) goes into the
     record as its `state` field."""
-    from clusterwatch.reporter import harvester_log, host, tail
+    from clusterwatch.reporter import harvester_log, harvester_regulation, host, queue_status, tail
 
     started = time.monotonic()
     previous = usable_parts(previous)[0]  # a damaged part must not stop every later run
@@ -110,9 +111,11 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     adjustment["read"] = adjuster_info
     failed_calls = {daemon: section(name, harvester_log.failed_calls_section)
                     for daemon, name in sorted(CALL_LOGS.items())}
+    config_set, config_error = queue_status.read_effective(sources.queue_config)
     try:
         harvester_db, new_state["reasons"] = _harvester_db(
             sources, now, since, previous.get("reasons", {}))
+        harvester_regulation.add_limits_in_force(harvester_db, config_set, config_error)
     except Exception as exc:  # the record goes out without it, the cache stays
         harvester_db = {"error": "{}: {}".format(type(exc).__name__, exc)}
 
@@ -123,7 +126,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "collected_at": utc_text(now),
         "reporter_version": REPORTER_VERSION,
         "interval": {"since": utc_text(since), "seconds": round(now - since),
-                     "first_run": first_run},
+                     "first_run": first_run, "expected_s": sources.interval_s},
         "fetching": fetching,
         "submission": submission,
         "adjustment": adjustment,
@@ -133,6 +136,8 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "harvester_db": harvester_db,
         "health": {"volumes": _guarded(lambda: host.volumes(sources.volumes))},
         "delivery": _guarded(buffer.section) if buffer is not None else {"backlog": 0},
+        "queue_status": _guarded(lambda: queue_status.host_section(
+            config_set, config_error, sources.queue_config, harvester_db)),
     }
     if state_damage is not None:
         record["state"] = state_damage

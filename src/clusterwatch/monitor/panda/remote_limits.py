@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 from clusterwatch.monitor.panda.remote_times import server_time, utc_text
 from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed, WorkerStatsRow
 from clusterwatch.reporter.queue_config import EffectiveQueue, QueueConfigSet
+from clusterwatch.reporter.queue_status import FATAL, queue_status_section, unreadable_section
 
 STATS_STALE_AFTER = dt.timedelta(hours=4)
 TO_SUBMIT = "to_submit"
@@ -39,22 +40,12 @@ def queue_status(config: QueueConfig, seen: set[str],
                  source: Optional[str]) -> dict[str, Any]:
     """`queue_status`; `seen`: the queues the server's rows name."""
     if isinstance(config, SourceFailed):
-        return {"error": f"queue configuration: {config.reason}", "source": source}
-    section: dict[str, Any] = {
-        "source": source,
-        "queues": {name: {"status": queue.status, "active": queue.active}
-                   for name, queue in sorted(config.queues.items())},
-        "dropped": [problem.to_record() for problem in config.problems],
-        "unconfigured": sorted(seen - set(config.queues)),
-    }
-    if config.fatal:
-        section["error"] = fatal_error()
-    return section
+        return unreadable_section(config.reason, source)
+    return queue_status_section(config, source, seen)
 
 
 def fatal_error() -> str:
-    return ("queue configuration: harvester's reload fails on this file (see dropped), so it "
-            "runs the configuration it had before, which is not known here")
+    return FATAL
 
 
 def launch_limits(config: QueueConfig, harvester_id: str, stats: Rows[WorkerStatsRow],
