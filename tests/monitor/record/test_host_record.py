@@ -15,6 +15,7 @@ from clusterwatch.monitor.ingest.validation import schema_document
 from clusterwatch.monitor.record import failed_calls, logs
 from clusterwatch.monitor.record import harvester_db as db
 from clusterwatch.monitor.record import host_state as host
+from clusterwatch.monitor.record import pilot_dispatch as dispatch
 from clusterwatch.monitor.record import remote_sections as remote
 from clusterwatch.monitor.record.host_record import HostRecord, parse_record
 from clusterwatch.monitor.record.sections import REQUIRED_SECTIONS
@@ -58,6 +59,8 @@ READS: dict[type, tuple[tuple[str, ...], str | None]] = {
     remote.Instance: ((ERROR, "#/properties/instance/anyOf/1"), None),
     remote.QueueStatus: (("#/properties/queue_status",), None),
     remote.QueueState: (("#/$defs/queue_state",), None),
+    dispatch.PilotDispatch: (("#/$defs/pilot_dispatch",), None),
+    dispatch.PolicyEvidence: (("#/$defs/pilot_dispatch/properties/policy",), None),
     remote.DroppedQueue: (("#/$defs/dropped_queue",), None),
     remote.Dialogs: (("#/properties/dialogs",), None),
     remote.DialogModule: (("#/$defs/dialog_module",), None),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from clusterwatch.monitor.record.entries import Entries
+from clusterwatch.monitor.record.pilot_dispatch import PilotDispatch, pilot_dispatch
 from clusterwatch.monitor.record.reading import (
     Counts,
     boolean,
@@ -48,6 +49,7 @@ class Instance:
 class QueueState:
     status: Optional[str] = None  # the effective queueStatus, lower case
     active: Optional[bool] = None
+    pilot_dispatch: Optional[PilotDispatch] = None  # host reporters from telemetry 1.6 on
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def instance(value: Any) -> Optional[Instance]:
 
 def _queue_state(value: Any) -> QueueState:
     found = obj(value)
-    return QueueState(text(found.get("status")), boolean(found.get("active")))
+    return QueueState(text(found.get("status")), boolean(found.get("active")),
+                      pilot_dispatch(found.get("pilot_dispatch")))
 
 
 def _dropped(value: Any) -> DroppedQueue:
