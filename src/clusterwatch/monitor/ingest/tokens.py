@@ -38,12 +38,10 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
 
-def generate() -> tuple[str, str]:
-    """(token, prefix) for a new token."""
-    prefix = SCHEME + "".join(secrets.choice(_ALPHABET) for _ in range(PREFIX_CHARS))
-    token = f"{prefix}_{secrets.token_urlsafe(SECRET_BYTES)}"
-    assert TOKEN_RE.fullmatch(token)
-    return token, prefix
+def generate(scheme: str = SCHEME) -> tuple[str, str]:
+    """(token, prefix) for a new token of `scheme` (the usage API's tokens are `cwu_`)."""
+    prefix = scheme + "".join(secrets.choice(_ALPHABET) for _ in range(PREFIX_CHARS))
+    return f"{prefix}_{secrets.token_urlsafe(SECRET_BYTES)}", prefix
 
 
 def valid_key(key: str) -> bool:
@@ -64,11 +62,16 @@ def normal_prefix(text: str) -> Optional[str]:
 
 def from_header(value: Optional[str]) -> Optional[str]:
     """The token of `Token <t>` or `Bearer <t>` (scheme in any case); None otherwise."""
-    if not value:
-        return None
-    scheme, _, credential = value.strip().partition(" ")
+    return credential_of(value, _HEADER_SCHEMES, TOKEN_RE)
+
+
+def credential_of(value: Optional[str], schemes: Sequence[str],
+                  token_re: re.Pattern[str]) -> Optional[str]:
+    """The credential of an Authorization header value `<scheme> <credential>` whose scheme
+    (any case) is one of `schemes` and whose credential matches `token_re`; None otherwise."""
+    scheme, _, credential = (value or "").strip().partition(" ")
     credential = credential.strip()
-    if scheme.lower() not in _HEADER_SCHEMES or prefix_of(credential) is None:
+    if scheme.lower() not in schemes or not token_re.fullmatch(credential):
         return None
     return credential
 

@@ -8,27 +8,23 @@ ever accepted where the other is expected.
 from __future__ import annotations
 
 import re
-import secrets
-import string
 from typing import Any, Optional
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from clusterwatch.monitor.ingest.tokens import digest, matches
+from clusterwatch.monitor.ingest.tokens import credential_of, digest, generate, matches
 from clusterwatch.monitor.usage.models import UsageApiToken
 
 SCHEME = "cwu_"
 TOKEN_RE = re.compile(r"(cwu_[A-Za-z0-9]{8})_[A-Za-z0-9_-]{43}")
-_ALPHABET = string.ascii_letters + string.digits
 _UNKNOWN_DIGEST = digest("no such usage token")
 
 
 def create(user: Any, note: str = "") -> tuple[UsageApiToken, str]:
     """A new token acting as `user`; its text is returned once and never kept."""
     for _ in range(5):
-        prefix = SCHEME + "".join(secrets.choice(_ALPHABET) for _ in range(8))
-        token = f"{prefix}_{secrets.token_urlsafe(32)}"
+        token, prefix = generate(SCHEME)
         try:
             with transaction.atomic():
                 row = UsageApiToken.objects.create(user=user, prefix=prefix,
@@ -41,11 +37,7 @@ def create(user: Any, note: str = "") -> tuple[UsageApiToken, str]:
 
 def from_header(value: Optional[str]) -> Optional[str]:
     """The token of `Bearer <t>` (scheme in any case); None for anything else."""
-    scheme, _, credential = (value or "").strip().partition(" ")
-    credential = credential.strip()
-    if scheme.lower() != "bearer" or not TOKEN_RE.fullmatch(credential):
-        return None
-    return credential
+    return credential_of(value, ("bearer",), TOKEN_RE)
 
 
 def authenticate(token: str) -> Optional[Any]:
