@@ -74,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between runs as cron starts them, stated in the record "
                              "so the monitor's staleness follows it; 1 to {} (default: "
                              "%(default)s)".format(MAX_INTERVAL_S))
+    parser.add_argument("--refusal-exit-codes", metavar="LIST", default="73",
+                        help="comma-separated native exit codes that are the site launcher's "
+                             "pre-job refusals in the admission section (default: %(default)s)")
+    parser.add_argument("--startup-pattern", metavar="REGEX", action="append",
+                        help="regular expression for the launcher's startup line in a "
+                             "worker's stderr, with (?P<queue>...) and/or (?P<host>...); "
+                             "repeatable (default: the line format in docs/reporter.md)")
+    parser.add_argument("--lifetime-pattern", metavar="REGEX", action="append",
+                        help="the same for its lifetime line, with (?P<remaining>...) and/or "
+                             "(?P<required>...) in seconds; repeatable")
     parser.add_argument("--mysql", metavar="PROGRAM", default="mysql",
                         help="the mysql client (default: found on PATH)")
     return parser
@@ -110,6 +120,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         queue_config=args.queue_config, volumes=volumes, mysql=args.mysql,
         environ=dict(os.environ), interval_s=args.interval_s,
     )
+    try:
+        sources.admission = _admission_settings(args)
+    except ValueError as exc:
+        sys.stderr.write("harvester-reporter: {}\n".format(exc))
+        return EXIT_USAGE
     if args.print_only:
         previous, damage = state_module.load(state_dir, keep_damaged=False)
         _say_damage(damage)
@@ -124,6 +139,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         # Nothing was collected or nothing could be kept: say so; cron mails stderr.
         sys.stderr.write("harvester-reporter: {}\n".format(exc))
         return EXIT_BUFFERED
+
+
+def _admission_settings(args: Any) -> Any:
+    """The admission options; ValueError (a usage error) names a bad one."""
+    from clusterwatch.reporter import launcher_stderr
+    from clusterwatch.reporter.admission_collect import AdmissionSettings
+
+    codes = [c.strip() for c in args.refusal_exit_codes.split(",") if c.strip()]
+    if not codes or not all(c.lstrip("-").isdigit() for c in codes):
+        raise ValueError("--refusal-exit-codes must be comma-separated integers")
+    return AdmissionSettings(
+        [int(c) for c in codes],
+        args.startup_pattern or [launcher_stderr.DEFAULT_STARTUP_PATTERN],
+        args.lifetime_pattern or [launcher_stderr.DEFAULT_LIFETIME_PATTERN])
 
 
 def _say_damage(damage: Optional[Dict[str, Any]]) -> None:

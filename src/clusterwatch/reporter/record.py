@@ -37,6 +37,7 @@ class Sources(object):
         self.mysql = mysql
         self.proc_root = proc_root
         self.environ = dict(environ or {})
+        self.admission = None  # type: Any  # AdmissionSettings from main's options
         self.interval_s = interval_s  # how often cron runs the reporter (--interval-s)
 
 
@@ -119,6 +120,8 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     except Exception as exc:  # the record goes out without it, the cache stays
         harvester_db = {"error": "{}: {}".format(type(exc).__name__, exc)}
 
+    admission, new_state["admission"] = _admission(sources, now, previous.get("admission"))
+
     record = {
         "schema_version": SCHEMA_VERSION,
         "host": key,
@@ -134,6 +137,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "daemons": _guarded(lambda: host.daemon_logs(sources.log_dir, now)),
         "processes": _guarded(lambda: host.harvester_processes(sources.proc_root)),
         "harvester_db": harvester_db,
+        "admission": admission,
         "health": {"volumes": _guarded(lambda: host.volumes(sources.volumes))},
         "delivery": _guarded(buffer.section) if buffer is not None else {"backlog": 0},
         "queue_status": _guarded(lambda: queue_status.host_section(
@@ -171,6 +175,14 @@ def _harvester_db(sources: Sources, now: float, since: float,
                                                            reasons_cache)
     section["workers_not_finished"] = group_not_finished(candidates, reasons)
     return section, new_cache
+
+
+def _admission(sources: Sources, now: float, cache: Any) -> Tuple[Dict[str, Any], Any]:
+    from clusterwatch.reporter import admission_collect
+
+    return admission_collect.collect(sources.harvester_cfg, sources.queue_config,
+                                     sources.environ, now, cache, sources.admission,
+                                     mysql=sources.mysql)
 
 
 def _read_queue_config(path: str) -> Dict[str, Any]:
