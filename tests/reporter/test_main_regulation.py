@@ -32,6 +32,11 @@ QUEUE_CONFIG: dict[str, Any] = {
     "PUSH_Q": dict(PLUGINS, queueStatus="offline", maxWorkers=30, nQueueLimitWorker=80,
                    nQueueLimitWorkerRatio=10, nQueueLimitWorkerMax=40),
 }
+# The fixture's submitter sections name no template: each queue's pilot dispatch says so (1.6).
+NO_TEMPLATE = {"pilot_dispatch": {
+    "kind": "unknown", "images": [], "template": None, "sha256": None, "bootstrap_images": [],
+    "reason": "no submitter.templateFile (a template chosen per CE from CEtemplateDir is not "
+              "read)"}}
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
 
 
@@ -86,8 +91,8 @@ def test_it_reports_the_limit_in_force_starts_and_cache_beside_the_database_limi
     assert record["harvester_db"]["job_demand_cache"]["job_statistics.json"]["age_s"] == 480
     assert record["queue_status"] == {
         "source": str(config),
-        "queues": {"BNL_PROD": {"status": "online", "active": True},
-                   "PUSH_Q": {"status": "offline", "active": False}},
+        "queues": {"BNL_PROD": {"status": "online", "active": True, **NO_TEMPLATE},
+                   "PUSH_Q": {"status": "offline", "active": False, **NO_TEMPLATE}},
         "dropped": [], "unconfigured": ["BNL_ANALY"]}
 
 
@@ -158,8 +163,12 @@ def test_it_checks_the_queue_sections_alone_through_the_built_zipapp(tmp_path: P
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     validate(record)
-    assert record["queue_status"] == host_section(*read_effective(str(config)), str(config), {})
-    assert record["queue_status"]["queues"]["PUSH_Q"] == {"status": "offline", "active": False}
+    section = host_section(*read_effective(str(config)), str(config), {})
+    for entry in section["queues"].values():
+        entry.update(NO_TEMPLATE)
+    assert record["queue_status"] == section
+    assert record["queue_status"]["queues"]["PUSH_Q"] == {"status": "offline", "active": False,
+                                                          **NO_TEMPLATE}
     assert record["interval"]["expected_s"] == 60
     for part in ("launch_limits", "worker_starts", "job_demand_cache"):
         assert record["harvester_db"][part]["error"].startswith(

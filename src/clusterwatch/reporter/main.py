@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from clusterwatch.reporter import record as record_module
 from clusterwatch.reporter import state as state_module
+from clusterwatch.reporter.image_policy import DEFAULT_MAX_AGE_S
 
 EXIT_OK = 0
 EXIT_BUFFERED = 1  # delivery failed; the record waits in the buffer
@@ -70,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="panda_queueconfig.json (default: %(default)s)")
     parser.add_argument("--volumes", metavar="LIST", default=DEFAULT_VOLUMES,
                         help="comma-separated mount points to report (default: %(default)s)")
+    parser.add_argument("--image-state-max-age-s", metavar="N", type=int,
+                        default=DEFAULT_MAX_AGE_S,
+                        help="the image allocator's state older than this is expired: a "
+                             "native template's image policy is then not advertised (pilot "
+                             "dispatch unknown); the allocator runs every 120 s (default: "
+                             "%(default)s)")
     parser.add_argument("--interval-s", metavar="N", type=int, default=DEFAULT_INTERVAL_S,
                         help="seconds between runs as cron starts them, stated in the record "
                              "so the monitor's staleness follows it; 1 to {} (default: "
@@ -110,6 +117,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not volumes:
         sys.stderr.write("harvester-reporter: --volumes needs at least one mount point\n")
         return EXIT_USAGE
+    if args.image_state_max_age_s < 1:
+        sys.stderr.write("harvester-reporter: --image-state-max-age-s must be at least 1\n")
+        return EXIT_USAGE
     if not 1 <= args.interval_s <= MAX_INTERVAL_S:
         sys.stderr.write("harvester-reporter: --interval-s must be 1 to {}\n".format(
             MAX_INTERVAL_S))
@@ -120,6 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         queue_config=args.queue_config, volumes=volumes, mysql=args.mysql,
         environ=dict(os.environ), interval_s=args.interval_s,
     )
+    sources.image_state_max_age_s = args.image_state_max_age_s
     try:
         sources.admission = _admission_settings(args)
     except ValueError as exc:

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from clusterwatch.reporter import REPORTER_VERSION, SCHEMA_VERSION, utc_text
+from clusterwatch.reporter.image_policy import DEFAULT_MAX_AGE_S
 from clusterwatch.reporter.log_position import LogPosition, position_json
 from clusterwatch.reporter.state_repair import usable_parts
 from clusterwatch.reporter.storable import make_storable
@@ -33,6 +34,7 @@ class Sources(object):
         self.log_dir = log_dir
         self.harvester_cfg = harvester_cfg
         self.queue_config = queue_config
+        self.image_state_max_age_s = DEFAULT_MAX_AGE_S  # --image-state-max-age-s
         self.volumes = volumes
         self.mysql = mysql
         self.proc_root = proc_root
@@ -143,6 +145,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
         "queue_status": _guarded(lambda: queue_status.host_section(
             config_set, config_error, sources.queue_config, harvester_db)),
     }
+    _guarded(lambda: _add_pilot_dispatch(record["queue_status"], config_set, sources, now))
     if state_damage is not None:
         record["state"] = state_damage
     record = make_storable(record)  # log text is data: NULs must not make it unstorable
@@ -183,6 +186,18 @@ def _admission(sources: Sources, now: float, cache: Any) -> Tuple[Dict[str, Any]
     return admission_collect.collect(sources.harvester_cfg, sources.queue_config,
                                      sources.environ, now, cache, sources.admission,
                                      mysql=sources.mysql)
+
+
+def _add_pilot_dispatch(section: Any, config_set: Any, sources: Sources, now: float) -> None:
+    """Each queue's pilot dispatch, read from its template (telemetry 1.6 and 1.7)."""
+    from clusterwatch.reporter import pilot_dispatch
+    from clusterwatch.reporter.regular_read import read_regular
+
+    if isinstance(section, dict) and config_set is not None:
+        pilot_dispatch.add_pilot_dispatch(
+            section, config_set,
+            lambda path: read_regular(path, pilot_dispatch.MAX_TEMPLATE_BYTES), now,
+            sources.image_state_max_age_s)
 
 
 def _read_queue_config(path: str) -> Dict[str, Any]:
