@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clusterwatch.monitor.ingest.validation import schema_document
+from clusterwatch.monitor.record import admission as adm
 from clusterwatch.monitor.record import failed_calls, logs
 from clusterwatch.monitor.record import harvester_db as db
 from clusterwatch.monitor.record import host_state as host
@@ -61,6 +62,13 @@ READS: dict[type, tuple[tuple[str, ...], str | None]] = {
     remote.QueueState: (("#/$defs/queue_state",), None),
     dispatch.PilotDispatch: (("#/$defs/pilot_dispatch",), None),
     dispatch.PolicyEvidence: (("#/$defs/pilot_dispatch/properties/policy",), None),
+    adm.Admission: ((ERROR, "#/$defs/admission"), None),
+    adm.AdmissionRead: (("#/$defs/admission/properties/read",), None),
+    adm.AdmissionQueue: (("#/$defs/admission_queue",), None),
+    adm.Coverage: (("#/$defs/admission_queue/properties/coverage",), None),
+    adm.EndClass: (("#/$defs/admission_class",), None),
+    adm.RefusalGroup: (("#/$defs/admission_group",), None),
+    adm.RefusalExample: (("#/$defs/admission_group/properties/examples/items",), None),
     remote.DroppedQueue: (("#/$defs/dropped_queue",), None),
     remote.Dialogs: (("#/properties/dialogs",), None),
     remote.DialogModule: (("#/$defs/dialog_module",), None),

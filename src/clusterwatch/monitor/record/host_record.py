@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from clusterwatch.monitor.record.admission import Admission, admission
 from clusterwatch.monitor.record.failed_calls import FailedCallsLog, failed_calls_log
 from clusterwatch.monitor.record.harvester_db import HarvesterDb, harvester_db
 from clusterwatch.monitor.record.host_state import (
@@ -76,6 +77,7 @@ class HostRecord:
     instance: Optional[Instance] = None
     queue_status: Optional[QueueStatus] = None
     dialogs: Optional[Dialogs] = None
+    admission: Optional[Admission] = None  # telemetry 1.4 and later
     # Which of REQUIRED_SECTIONS the JSON lacked, in that order.
     missing_sections: tuple[str, ...] = field(default=(), metadata={"derived": True})
 
@@ -105,5 +107,6 @@ def parse_record(stored: Mapping[str, Any]) -> HostRecord:
         instance=instance(record.get("instance")),
         queue_status=queue_status(record.get("queue_status")),
         dialogs=dialogs(record.get("dialogs")),
+        admission=admission(record.get("admission")),
         missing_sections=tuple(name for name in REQUIRED_SECTIONS if name not in record),
     )
