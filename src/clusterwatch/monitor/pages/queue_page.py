@@ -10,6 +10,7 @@ from typing import Optional
 
 from clusterwatch.monitor.pages.age import Stamp, is_stale, stamp
 from clusterwatch.monitor.pages.failed_calls import FailedCalls, failed_calls, last_failed_call
+from clusterwatch.monitor.pages.queue_dispatch import QueueDispatch, queue_dispatch
 from clusterwatch.monitor.pages.queue_logs import (
     Adjustment,
     Fetching,
@@ -50,6 +51,7 @@ class HarvesterPanel:
     db: QueueWorkers
     why: Why
     remote: Optional[RemotePanel] = None  # a harvester whose record the monitor built
+    dispatch: Optional[QueueDispatch] = None  # queue status and pilot dispatch (1.5-1.7)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
         why=why,
         remote=remote,
     )
+        dispatch=queue_dispatch(record, queue, collected, now),
 
 
 def queue_page(queue: str, stored: Sequence[StoredRecord], now: dt.datetime,

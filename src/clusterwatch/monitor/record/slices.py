@@ -154,12 +154,27 @@ def queue_slice(record: Mapping[str, Any], queue: str) -> dict[str, Any]:
             found[section] = _pick(record[section], "error")
     return {"version": SLICE_VERSION, "record": found}
 
+    if "queue_status" in found:
+        found["queue_status"] = _one_dispatch(found["queue_status"], queue)
 
 def _daemons(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         return {}
     found = _pick(value, "error")
     for log, entry in value.items():
+def _one_dispatch(value: Any, queue: str) -> Any:
+    """`queue_status` with every queue's status (the remote panel needs each name) but only
+    `queue`'s pilot dispatch: a harvester's N queue slices would otherwise each carry N
+    template readings."""
+    queues = obj(value).get("queues")
+    if not isinstance(queues, Mapping):
+        return value
+    kept = {name: entry if name == queue or not isinstance(entry, Mapping) else
+            {key: part for key, part in entry.items() if key != "pilot_dispatch"}
+            for name, entry in queues.items()}
+    return dict(value, queues=kept)
+
+
         if log != "error" and isinstance(entry, Mapping) and "error" in entry:
             found[log] = {"error": entry["error"]}
     return found
