@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from clusterwatch.monitor.pages import alarms, views
+from clusterwatch.monitor.pages import alarms, views, worker_starts_view
 from clusterwatch.monitor.panda import image_demand_view
 
 urlpatterns = [
@@ -16,6 +16,8 @@ urlpatterns = [
     path("jobs/", views.job_lookup, name="monitor-jobs"),
     path("jobs/<int:pandaid>/", views.job_detail, name="monitor-job"),
     path("alarms/", alarms.alarm_list, name="monitor-alarms"),
+    path("panda/worker-starts/", worker_starts_view.worker_starts,
+         name="monitor-worker-starts"),
     path("api/osg-image-demand/", image_demand_view.osg_image_demand,
          name="osg-image-demand"),
 ]

@@ -1,0 +1,56 @@
+"""`/panda/worker-starts/`: reads of each harvester's latest record only the parts the page
+shows (one query; the JSON key lookups run in the database, so a few-hundred-KB record is
+not loaded whole), then hands them to the pure builder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from clusterwatch.monitor.models import LatestReport
+from clusterwatch.monitor.pages.job_page import clean_queue_name
+from clusterwatch.monitor.pages.worker_starts_page import worker_starts_page
+
+# (the record's path, the lookup that reads it)
+_PARTS = (
+    (("collected_at",), "report__record__collected_at"),
+    (("interval",), "report__record__interval"),
+    (("admission",), "report__record__admission"),
+    (("fetching", "queues"), "report__record__fetching__queues"),
+    (("harvester_db", "worker_starts"), "report__record__harvester_db__worker_starts"),
+    (("harvester_db", "workers_now"), "report__record__harvester_db__workers_now"),
+)
+
+
+def _rebuilt(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's shape again, holding only the parts read (absent ones left out)."""
+    record: dict[str, Any] = {}
+    for path, lookup in _PARTS:
+        value = row.get(lookup)
+        if value is None:
+            continue
+        node = record
+        for name in path[:-1]:
+            node = node.setdefault(name, {})
+        node[path[-1]] = value
+    return record
+
+
+def latest_parts() -> list[tuple[str, dict[str, Any]]]:
+    rows: Iterable[Mapping[str, Any]] = LatestReport.objects.values(
+        "key", *(lookup for _, lookup in _PARTS))
+    return [(row["key"], _rebuilt(row)) for row in rows]
+
+
+@require_safe
+@login_required
+def worker_starts(request: HttpRequest) -> HttpResponse:
+    """Every queue of every harvester; `?queue=NAME` only that queue."""
+    only = clean_queue_name(request.GET.get("queue"))
+    page = worker_starts_page(latest_parts(), only)
+    return render(request, "monitor/worker_starts.html", {"page": page, "only_queue": only})
