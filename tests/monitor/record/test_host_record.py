@@ -21,6 +21,7 @@ from clusterwatch.monitor.record import remote_sections as remote
 from clusterwatch.monitor.record.host_record import HostRecord, parse_record
 from clusterwatch.monitor.record.sections import REQUIRED_SECTIONS
 from clusterwatch.reporter import harvester_db as reporter_db
+from clusterwatch.reporter.harvester_regulation import add_limits_in_force
 from clusterwatch.reporter.record import group_not_finished
 from tests.monitor.records import example, with_database
 
@@ -139,7 +140,9 @@ def test_the_database_types_name_what_the_reporter_builds() -> None:
     limits = reporter_db._launch_limits([
         {"queueName": "Q", "siteName": "Q", "jobType": None, "resourceType": None,
          "nQueueLimitWorker": 1, "maxWorkers": 2, "nQueueLimitJob": 3, "nNewWorkers": 4,
-         "jobFetchTime": at, "submitTime": at}])["Q"]
+         "jobFetchTime": at, "submitTime": at}])
+    add_limits_in_force({"launch_limits": limits, "workers_now": {}}, None, "no config")
+    limits = limits["Q"]
     assert set(limits) == {field.name for field in dataclasses.fields(db.QueueLaunchLimits)}
     assert set(limits["by_type"]["ANY/ANY"]) == {
         field.name for field in dataclasses.fields(db.WorkerLimits)}

@@ -41,6 +41,13 @@ class RuleSettings:
     def stale_after_s(self) -> float:
         return self.report_interval_s * self.stale_after_intervals
 
+    def stale_after_record_s(self, expected_s: Optional[int]) -> float:
+        """The stale limit for a record stating its own run interval (`interval.expected_s`,
+        reporters since telemetry 1.3): that many of its intervals, not of the configured."""
+        if expected_s is None or expected_s <= 0:
+            return self.stale_after_s
+        return expected_s * self.stale_after_intervals
+
     @property
     def grace_s(self) -> float:
         if self.never_reported_grace_s is None:

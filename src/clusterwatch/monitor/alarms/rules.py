@@ -80,11 +80,13 @@ def observe_staleness(facts: KeyFacts, now: float, settings: RuleSettings) -> Ob
                            f" {since} (allowed {wording.duration(settings.grace_s)})", None)
     age = now - facts.collected_at
     collected = wording.utc_age(facts.collected_at, now)
-    if age > settings.stale_after_s:
+    stale_after = settings.stale_after_record_s(
+        facts.record.interval.expected_s if facts.record is not None else None)
+    if age > stale_after:
         return Observation(FIRING, "silent",
                            f"{key}: no record for {wording.duration(age)} (last collected "
                            f"{wording.utc(facts.collected_at)}; stale after "
-                           f"{wording.duration(settings.stale_after_s)}) — its other alarms "
+                           f"{wording.duration(stale_after)}) — its other alarms "
                            "stay as they are until it reports", facts.collected_at)
     return Observation(CLEAR, "reporting", f"{key}: reports again (latest record collected "
                        f"{collected})", facts.collected_at)

@@ -73,6 +73,7 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
                     interval_s: int, reasons_shown: Optional[int] = REASONS_SHOWN,
                     ) -> HarvesterPanel:
     record = parse_record(stored.record)
+    interval_s = record.interval.every_s(interval_s)  # staleness by the record's own interval
     collected = stamp(stored.collected_at, now)
     interval = Interval(stamp(record.interval.since, now), record.interval.seconds,
                         record.interval.first_run is True)
@@ -100,8 +101,8 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
         db=queue_workers(record, queue, now, reasons_shown),
         why=why,
         remote=remote,
-    )
         dispatch=queue_dispatch(record, queue, collected, now),
+    )
 
 
 def queue_page(queue: str, stored: Sequence[StoredRecord], now: dt.datetime,

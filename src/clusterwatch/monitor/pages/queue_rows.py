@@ -25,6 +25,7 @@ from clusterwatch.monitor.pages.cells import (
 )
 from clusterwatch.monitor.pages.failed_calls import FailedCalls
 from clusterwatch.monitor.pages.queue_logs import Adjustment, Fetching, Submission
+from clusterwatch.monitor.pages.queue_regulation import regulation_rows
 from clusterwatch.monitor.pages.queue_workers import (
     LaunchLimits,
     NotFinished,
@@ -163,5 +164,5 @@ def not_finished_rows(not_finished: NotFinished) -> SafeString:
 register = template.Library()
 for _rows in (fetch_last_rows, fetch_interval_rows, submit_rows, submit_pushes, calls_failed,
               calls_rows, adjust_rows, limits_rows, limits_by_type, workers_rows,
-              not_finished_rows):
+              not_finished_rows, regulation_rows):
     register.filter(_rows.__name__, _rows)

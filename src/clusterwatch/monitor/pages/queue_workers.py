@@ -15,6 +15,7 @@ from typing import Callable, Optional, TypeVar
 
 from clusterwatch.monitor.humanize import duration_text
 from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.pages.queue_regulation import Regulation, regulation
 from clusterwatch.monitor.record.harvester_db import (
     CandidateRow,
     DbPart,
@@ -119,6 +120,7 @@ class QueueWorkers:
     workers_now: WorkerCounts
     workers_ended: WorkerCounts
     not_finished: NotFinished
+    regulation: Regulation = field(default_factory=Regulation)
 
 
 def launch_limits(database: HarvesterDb, queue: str, now: dt.datetime) -> LaunchLimits:
@@ -233,4 +235,5 @@ def queue_workers(record: HostRecord, queue: str, now: dt.datetime,
         workers_now=_worker_counts("workers_now", database.workers_now, sites, _now),
         workers_ended=_worker_counts("workers_ended", database.workers_ended, sites, _ended),
         not_finished=not_finished(database, sites, reasons_shown),
+        regulation=regulation(database, queue, sites, now),
     )

@@ -26,6 +26,14 @@ from clusterwatch.monitor.record.reading import (
     obj,
     text,
 )
+from clusterwatch.monitor.record.regulation import (
+    CacheKey,
+    LimitInForce,
+    WorkerStarts,
+    cache_key,
+    limit_in_force,
+    worker_starts,
+)
 from clusterwatch.monitor.record.sections import LIMITS
 from clusterwatch.monitor.record.times import parse_utc
 
@@ -51,6 +59,11 @@ class QueueLaunchLimits(WorkerLimits):
     siteName: Optional[str] = None
     jobFetchTime: Optional[dt.datetime] = None
     submitTime: Optional[dt.datetime] = None
+    # From the queue configuration (reporters since telemetry 1.3; None before).
+    nQueueLimitWorkerRatio: Optional[int] = None
+    nQueueLimitWorkerMin: Optional[int] = None
+    nQueueLimitWorkerMax: Optional[int] = None
+    limit_in_force: Optional[LimitInForce] = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +140,9 @@ class HarvesterDb:
     workers_not_finished_candidates: Optional[tuple[CandidateRow, ...]] = field(
         default=None, metadata={"beyond_schema": "older reporters' raw rows"})
     service_metrics: Mapping[str, Any] = field(default_factory=dict)  # kept as sent
+    # Telemetry 1.3; None when the record has no such part (a reporter before it).
+    worker_starts: Optional[DbPart[WorkerStarts]] = None
+    job_demand_cache: Optional[DbPart[CacheKey]] = None
     # The error of every part that failed, by part name in sorted order (also parts this
     # monitor does not know yet).
     part_errors: Mapping[str, str] = field(default_factory=dict, metadata={"derived": True})
@@ -138,6 +154,10 @@ def _part(value: Any, entry: Callable[[Mapping[str, Any]], EntryT],
     return DbPart(error_of(part), Entries(
         part, lambda found: entry(obj(found)),
         lambda name, found: is_obj(found) and (bool(found) or not empty_says_nothing)))
+
+
+def _optional_part(value: Any, entry: Callable[[Any], EntryT]) -> Optional[DbPart[EntryT]]:
+    return None if value is None else _part(value, entry)
 
 
 def _limits(values: Any) -> WorkerLimits:
@@ -155,6 +175,10 @@ def _launch_limits(entry: Mapping[str, Any]) -> QueueLaunchLimits:
         siteName=text(entry.get("siteName")),
         jobFetchTime=parse_utc(entry.get("jobFetchTime")),
         submitTime=parse_utc(entry.get("submitTime")),
+        nQueueLimitWorkerRatio=integer(entry.get("nQueueLimitWorkerRatio")),
+        nQueueLimitWorkerMin=integer(entry.get("nQueueLimitWorkerMin")),
+        nQueueLimitWorkerMax=integer(entry.get("nQueueLimitWorkerMax")),
+        limit_in_force=limit_in_force(entry.get("limit_in_force")),
     )
 
 
@@ -212,6 +236,8 @@ def harvester_db(value: Any) -> HarvesterDb:
         workers_not_finished_candidates=_candidates(
             database.get("workers_not_finished_candidates")),
         service_metrics=obj(database.get("service_metrics")),
+        worker_starts=_optional_part(database.get("worker_starts"), worker_starts),
+        job_demand_cache=_optional_part(database.get("job_demand_cache"), cache_key),
         part_errors={part: error for part, found in sorted(database.items())
                      if part != "error" and (error := error_of(found)) is not None},
     )

@@ -34,6 +34,12 @@ class RecordInterval:
     since: Optional[dt.datetime] = None
     seconds: Optional[int] = None
     first_run: Optional[bool] = None  # the reporter's first run: positions set, nothing counted
+    expected_s: Optional[int] = None  # how often the host runs (reporters since 1.3)
+
+    def every_s(self, configured: int) -> int:
+        """The record's own run interval, or the configured one for a record without it."""
+        return self.expected_s if self.expected_s is not None and self.expected_s > 0 \
+            else configured
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ class StateDamage:
 def record_interval(value: Any) -> RecordInterval:
     found = obj(value)
     return RecordInterval(parse_utc(found.get("since")), integer(found.get("seconds")),
-                          boolean(found.get("first_run")))
+                          boolean(found.get("first_run")), integer(found.get("expected_s")))
 
 
 def _not_the_error(name: str, value: Any) -> bool:

@@ -29,7 +29,8 @@ from clusterwatch.monitor.record.sections import (
     queue_sites,
 )
 
-SLICE_VERSION = 2  # 2: a remote harvester's instance, queue_status, dialogs, service_metrics
+SLICE_VERSION = 3  # 2: a remote harvester's instance, queue_status, dialogs, service_metrics;
+# 3: telemetry 1.3's worker_starts and job_demand_cache, the summary's interval
 # Reasons a queue panel shows, most workers first, and the examples of each; the rest are
 # summed in one line ("and K more reasons (M workers)"). A queue served by 50 harvesters
 # would otherwise be a page of thousands of reasons. They decide what a slice keeps, so they
@@ -108,8 +109,12 @@ def _queue_database(value: Any, queue: str) -> dict[str, Any]:
         return {}
     found = _pick(value, "error", "queue_config_error", "service_metrics")
     sites = queue_sites(value, queue)
+    cache = value.get("job_demand_cache")
+    if cache is not None:  # a few keys, the same for every queue: kept whole
+        found["job_demand_cache"] = cache if isinstance(cache, Mapping) else {}
     for part, names in (("launch_limits", [queue]), ("workers_now", sites),
-                        ("workers_ended", sites), ("workers_not_finished", sites)):
+                        ("workers_ended", sites), ("workers_not_finished", sites),
+                        ("worker_starts", sites)):
         if value.get(part) is None:
             continue  # absent and null read alike, except for not-finished (below)
         content = value[part]
@@ -200,7 +205,7 @@ def _health(value: Any) -> dict[str, Any]:
 
 def host_summary(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the hosts overview (`pages.hosts_page.host_row`) reads of `record`."""
-    found: dict[str, Any] = _pick(record, "hostname", "reporter_version")
+    found: dict[str, Any] = _pick(record, "hostname", "reporter_version", "interval")
     readers: dict[str, Callable[[Any], dict[str, Any]]] = {
         **{section: (lambda value: _log_section(value, None)) for section in LOG_SECTIONS},
         "failed_calls": _failed_calls,
