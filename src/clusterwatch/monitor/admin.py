@@ -122,7 +122,7 @@ class JobPushAdmin(ReadOnlyAdmin):
 class RegisteredHarvesterAdmin(admin.ModelAdmin):
     """The harvester registry (`clusterwatch.monitor.registry`): staff add, edit and remove."""
 
-    list_display = ("key", "remote", "registered_at", "note")
+    list_display = ("key", "remote", "harvester_id", "registered_at", "note")
     list_filter = ("remote",)
     search_fields = ("key", "note")
     readonly_fields = ("registered_at",)

@@ -181,6 +181,15 @@ class RegisteredHarvester(models.Model):
     remote = models.BooleanField(default=False)
     registered_at = models.DateTimeField(default=timezone.now)
     note = models.CharField(max_length=200, blank=True)
+    # What `remote_harvester_report --registered` builds a remote key's record from: the
+    # harvester instance, and its queue configuration as a file or through the NERSC IRI API
+    # (the token file's path only: the token itself is never stored here). Blank otherwise.
+    harvester_id = models.CharField(max_length=50, blank=True)
+    queue_config = models.CharField(max_length=500, blank=True)
+    iri_url = models.CharField(max_length=500, blank=True)
+    iri_resource = models.CharField(max_length=200, blank=True)
+    iri_path = models.CharField(max_length=500, blank=True)
+    iri_token_file = models.CharField(max_length=500, blank=True)
 
     def __str__(self) -> str:
         return f"{self.key}{' (remote)' if self.remote else ''}"

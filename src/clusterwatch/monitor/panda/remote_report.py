@@ -48,6 +48,18 @@ class IriSource:
     token_file: str
 
 
+def iri_source(url: Optional[str], resource: Optional[str], path: Optional[str],
+               token_file: Optional[str]) -> Optional[IriSource]:
+    """The IRI source the four options give (None: none given); ConfigError for some only."""
+    given = (url, resource, path, token_file)
+    if not any(given):
+        return None
+    if url and resource and path and token_file:
+        return IriSource(url, resource, path, token_file)
+    raise ConfigError("--iri-url, --iri-resource, --iri-path and --iri-token-file go "
+                      "together: give all four")
+
+
 @dataclass(frozen=True)
 class Outcome:
     record: dict[str, Any]
