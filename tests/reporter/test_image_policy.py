@@ -12,17 +12,13 @@ from typing import Any
 import pytest
 
 from clusterwatch.reporter.image_policy import DEFAULT_MAX_AGE_S, advertised_images
-from clusterwatch.reporter.pilot_dispatch import MAX_TEMPLATE_BYTES, pilot_dispatch_for
-from clusterwatch.reporter.regular_read import read_regular
+from clusterwatch.reporter.pilot_dispatch import pilot_dispatch_for
 
-FIXTURES = Path(__file__).with_name("templates")
+from .test_pilot_dispatch import FIXTURES, read
+
 STATE_AT = 1796173200.0  # 2026-12-02T01:00:00Z, the state fixture's updated_at
 NIGHTLY = "/cvmfs/singularity.opensciencegrid.org/eic/eic_ci:nightly"
 XL = "/cvmfs/singularity.opensciencegrid.org/eic/eic_xl:25.07-stable"
-
-
-def read(path: str) -> bytes:
-    return read_regular(path, MAX_TEMPLATE_BYTES)
 
 
 @pytest.fixture

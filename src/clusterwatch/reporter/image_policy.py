@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 DEFAULT_MAX_AGE_S = 360  # three allocator periods of two minutes
 CLOCK_SKEW_S = 60  # a state dated further ahead than this says a clock is off
@@ -42,12 +42,17 @@ class PolicyReading(NamedTuple):
     evidence: Dict[str, Any]
 
 
-def _document(read_file: ReadFile, path: str, what: str) -> Any:
-    data = read_file(path)  # OSError propagates: the caller words it
+def _document(read_file: ReadFile, path: str, cannot: str,
+              what: str) -> Tuple[Any, bytes, Optional[str]]:
+    """The decoded JSON at `path`, its bytes, and why not (None when read)."""
     try:
-        return json.loads(data.decode("utf-8")), data
+        data = read_file(path)
+    except OSError as exc:
+        return None, b"", "{} {}: {}".format(cannot, path, exc.strerror or exc)
+    try:
+        return json.loads(data.decode("utf-8")), data, None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError("{} {} is not JSON: {}".format(what, path, exc)) from None
+        return None, data, "{} {} is not JSON: {}".format(what, path, exc)
 
 
 def _strings(value: Any) -> Optional[List[str]]:
@@ -70,13 +75,10 @@ def advertised_images(policy_path: str, read_file: ReadFile, now: float,
                       max_age_s: int = DEFAULT_MAX_AGE_S) -> PolicyReading:
     """The policy's images the allocator's matching, active, fresh state supplies."""
     evidence = {"file": policy_path, "sha256": None}  # type: Dict[str, Any]
-    try:
-        policy, data = _document(read_file, policy_path, "image policy")
-    except OSError as exc:
-        return PolicyReading(None, "cannot read image policy {}: {}".format(
-            policy_path, exc.strerror or exc), evidence)
-    except ValueError as exc:
-        return PolicyReading(None, str(exc), evidence)
+    policy, data, why = _document(read_file, policy_path, "cannot read image policy",
+                                  "image policy")
+    if why is not None:
+        return PolicyReading(None, why, evidence)
     evidence["sha256"] = hashlib.sha256(data).hexdigest()
     images = _strings(policy.get("images")) if isinstance(policy, dict) else None
     state_file = policy.get("state_file") if isinstance(policy, dict) else None
@@ -88,13 +90,10 @@ def advertised_images(policy_path: str, read_file: ReadFile, now: float,
                              evidence)
     state_path = os.path.join(os.path.dirname(policy_path), state_file)
     evidence.update(policy=name, state_file=state_path, state_updated_at=None)
-    try:
-        state, _ = _document(read_file, state_path, "allocator state")
-    except OSError as exc:
-        return PolicyReading(None, "cannot read the image allocator's state {}: {}".format(
-            state_path, exc.strerror or exc), evidence)
-    except ValueError as exc:
-        return PolicyReading(None, str(exc), evidence)
+    state, _, why = _document(read_file, state_path, "cannot read the image allocator's "
+                              "state", "allocator state")
+    if why is not None:
+        return PolicyReading(None, why, evidence)
     if not isinstance(state, dict):
         return PolicyReading(None, "allocator state {} is not an object".format(state_path),
                              evidence)
