@@ -17,6 +17,7 @@ database of that server, so this runs against PostgreSQL too.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
 import json
 import math
@@ -196,6 +197,11 @@ def test_it_follows_an_unreachable_panda_from_the_harvester_log_to_slack_and_bac
         # The one line that says why, exactly as the harvester wrote it (communicator.last).
         assert f'<pre class="logline">{last_line}</pre>' in text
         assert "communicator.last" in text
+        # The queue's pilot dispatch, read by the reporter from the queue's template.
+        sha = hashlib.sha256((host.root / "submit_pilot.sdf").read_bytes()).hexdigest()
+        assert '<span class="dispatch-kind kind-image_bound">image_bound</span>' in text
+        assert f'<code class="template-hash" title="{sha}">{sha[:12]}</code>' in text
+        assert f"<code>{scenario.PILOT_IMAGE}</code>" in text
         hosts = page_text(session, "/hosts/")
         assert f'<tr id="host-{KEY}"' in hosts and f"<strong>{KEY}</strong>" in hosts
         assert f'href="/queues/{QUEUES[1]}/"' in hosts

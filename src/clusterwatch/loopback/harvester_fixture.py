@@ -1,4 +1,5 @@
-"""A harvester's database content (pq_table, work_table, sm_table) around a given time.
+"""A harvester's database content (pq_table, work_table, sm_table, cache_table) around a
+given time.
 
 The reporter's tests pin their rows to 2026-10-02; the demo needs rows relative to "now",
 so that launch limits, live workers, workers ended in the interval and workers that did not
@@ -65,10 +66,41 @@ def condor_log_url(fqdn: str, worker_id: int) -> str:
     return f"https://{fqdn}/condor_logs/demo/grid.{worker_id}.0.log"
 
 
+# A pull-queue template the queues name: the harvester's mandatory plugin sections and a
+# worker ratio, so each record has an effective configuration and a limit in force.
+TEMPLATE = "DEMO_PULL_TEMPLATE"
+TEMPLATE_ENTRY = {
+    "isTemplateQueue": True, "mapType": "NoJob", "maxWorkers": 1000, "nQueueLimitWorker": 200,
+    "nQueueLimitWorkerRatio": 20, "nQueueLimitWorkerMin": 5, "nQueueLimitWorkerMax": 500,
+    **{section: {"module": f"pandaharvester.harvester{section.lower()}.dummy", "name": "Dummy"}
+       for section in ("messenger", "monitor", "preparator", "stager", "submitter", "sweeper",
+                       "workerMaker")}}
+
+
 def queue_config(queues: Sequence[str], fqdn: str, condor_dir: Path) -> dict[str, Any]:
-    """panda_queueconfig.json entries mapping the workers' batchLog URLs to `condor_dir`."""
-    return {queue: {"submitter": {"logBaseURL": f"https://{fqdn}/condor_logs",
-                                  "logDir": str(condor_dir)}} for queue in queues}
+    """panda_queueconfig.json: a template and queues naming it, mapping the workers'
+    batchLog URLs to `condor_dir`."""
+    config: dict[str, Any] = {TEMPLATE: TEMPLATE_ENTRY}
+    for queue in queues:
+        config[queue] = {"templateQueueName": TEMPLATE,
+                         "submitter": {"logBaseURL": f"https://{fqdn}/condor_logs",
+                                       "logDir": str(condor_dir)}}
+    return config
+
+
+def job_demand_cache(now: float) -> list[dict[str, Any]]:
+    """cache_table rows as the cacher leaves them (refreshed every 10 minutes)."""
+    return [{"mainKey": key, "subKey": "", "data": "{}", "lastUpdate": utc(now - age)}
+            for key, age in (("job_statistics.json", 240), ("job_statistics_new.json", 300),
+                             ("panda_queues.json", 900))]
+
+
+def started(queue: str, fqdn: str, start: float, end: float, first_id: int,
+            count: int) -> list[dict[str, Any]]:
+    """Workers that started within (start, end] and run on (whole seconds, as `ended`)."""
+    first_second, last_second = math.ceil(start) + 1, math.floor(end)
+    return [worker(first_id + n, queue, "running", fqdn, submit=start - 300,
+                   start=min(last_second, first_second + n)) for n in range(count)]
 
 
 def history(queues: Sequence[str], fqdn: str, now: float,
@@ -93,7 +125,8 @@ def history(queues: Sequence[str], fqdn: str, now: float,
         next_id += 1
     metrics = {"rss_mib": 2211.4, "memory_pc": 3.4, "cpu_pc": 11.2, "volume_data_pc": 41.0}
     sm = [{"creationTime": utc(now - 120), "hostName": fqdn, "metrics": json.dumps(metrics)}]
-    return {"pq_table": pq, "work_table": work, "sm_table": sm}
+    return {"pq_table": pq, "work_table": work, "sm_table": sm,
+            "cache_table": job_demand_cache(now)}
 
 
 def ended(queue: str, fqdn: str, start: float, end: float, first_id: int,

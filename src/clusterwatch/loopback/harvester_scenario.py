@@ -28,6 +28,7 @@ from clusterwatch.loopback.mariadb import MariaDB
 
 PANDA = "pandaserver01.sdcc.bnl.gov"
 DB_USER = "harvester"
+PILOT_IMAGE = "/cvmfs/singularity.opensciencegrid.org/eic/eic_xl:25.07-stable"
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,16 @@ def write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)  # O_CREAT's mode does not apply to a file that already existed
 
 
+def _submit_template(host: Harvester) -> Path:
+    """The first queue's submit template: its pilots bound to one image (pilot dispatch
+    `image_bound`); the other queues name none (`unknown`)."""
+    path = host.root / "submit_pilot.sdf"
+    path.write_text("# the harvester drops this line\nexecutable = {executableFile}\n"
+                    f'+SingularityImage = "{PILOT_IMAGE}"\n'
+                    "log = {logDir}/{logSubdir}/grid.$(Cluster).$(Process).log\nqueue 1\n")
+    return path
+
+
 def set_up(host: Harvester, db: Optional[MariaDB], db_password: str, now: float) -> None:
     """The host's files and database as they stand before the reporter's first run."""
     host.root.mkdir(parents=True, exist_ok=True)
@@ -102,8 +113,9 @@ def set_up(host: Harvester, db: Optional[MariaDB], db_password: str, now: float)
         (host.log_dir / f"panda-{name}.log").parent.mkdir(parents=True, exist_ok=True)
         (host.log_dir / f"panda-{name}.log").touch()
     condor_dir = host.root / "condor_logs"
-    host.queue_config.write_text(json.dumps(
-        db_fixture.queue_config(host.queues, host.fqdn, condor_dir), indent=2) + "\n")
+    config = db_fixture.queue_config(host.queues, host.fqdn, condor_dir)
+    config[host.queues[0]]["submitter"]["templateFile"] = str(_submit_template(host))
+    host.queue_config.write_text(json.dumps(config, indent=2) + "\n")
     if host.schema is None or db is None:
         write_private(host.cfg, "[db]\nengine = sqlite\n"
                                  "database_filename = /var/lib/harvester/harvester.db\n")
@@ -123,13 +135,15 @@ def interval(host: Harvester, db: Optional[MariaDB], start: float, end: float,
              number: int) -> None:
     """What the harvester writes between two reporter runs, dated within [start, end]:
     log lines (the fixture logs in the first interval) and, in its database, workers that
-    ended. The caller runs the reporter after `end`."""
+    ended and workers that started. The caller runs the reporter after `end`."""
     logs.append(host.log_dir, _interval(host, start, end, fixture=number == 1))
     if db is not None and host.schema is not None and not host.broken:
         ended = db_fixture.ended(host.queues[0], host.fqdn, start, end,
                                  host.first_worker + 5000 + 10 * number,
                                  (1500 + 300 * number, 2400, 3300))
-        db_fixture.insert(db, host.schema, {"work_table": ended})
+        starts = db_fixture.started(host.queues[0], host.fqdn, start, end,
+                                    host.first_worker + 7000 + 10 * number, 2)
+        db_fixture.insert(db, host.schema, {"work_table": ended + starts})
 
 
 def _interval(host: Harvester, start: float, end: float, fixture: bool) -> dict[str, str]:
