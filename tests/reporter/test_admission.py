@@ -13,7 +13,8 @@ from clusterwatch.reporter import admission_evidence as ae
 from clusterwatch.reporter.admission import classify
 from clusterwatch.reporter.admission_collect import AdmissionSettings, build_section
 
-FILES = Path(__file__).resolve().parent / "admission_files"
+from .admission_support import FILES
+
 BASE = "https://harvester.example.org/condor_logs"
 QUEUE = "BNL_OSG_1"
 START, END = "2026-10-22T13:10:00Z", "2026-10-22T13:14:00Z"  # 240 s recorded wall time

@@ -9,17 +9,8 @@ import pytest
 
 from clusterwatch.reporter import admission_evidence as ae
 from clusterwatch.reporter.admission_evidence import event_log_evidence, worker_evidence
-from clusterwatch.reporter.launcher_stderr import (
-    DEFAULT_LIFETIME_PATTERN,
-    DEFAULT_STARTUP_PATTERN,
-    LIFETIME_GROUPS,
-    STARTUP_GROUPS,
-    compile_patterns,
-)
 
-FILES = Path(__file__).resolve().parent / "admission_files"
-STARTUP = compile_patterns([DEFAULT_STARTUP_PATTERN], STARTUP_GROUPS, "s")
-LIFETIME = compile_patterns([DEFAULT_LIFETIME_PATTERN], LIFETIME_GROUPS, "l")
+from .admission_support import FILES, LIFETIME, STARTUP
 
 
 def _expected(slot: Any, busy: Any, execute: Any, universe: str, missing: dict[str, str],

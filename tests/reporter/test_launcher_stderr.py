@@ -7,10 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.reporter.launcher_stderr import (
-    DEFAULT_LIFETIME_PATTERN,
-    DEFAULT_STARTUP_PATTERN,
     LIFETIME_GROUPS,
-    STARTUP_GROUPS,
     PatternError,
     compile_patterns,
     parse_stderr,
@@ -18,9 +15,8 @@ from clusterwatch.reporter.launcher_stderr import (
     stderr_evidence,
 )
 
-FILES = Path(__file__).resolve().parent / "admission_files"
-STARTUP = compile_patterns([DEFAULT_STARTUP_PATTERN], STARTUP_GROUPS, "--startup-pattern")
-LIFETIME = compile_patterns([DEFAULT_LIFETIME_PATTERN], LIFETIME_GROUPS, "--lifetime-pattern")
+from .admission_support import FILES, LIFETIME, STARTUP
+
 NO_LINE = "no line of the launcher's stderr matched"
 
 

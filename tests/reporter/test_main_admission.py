@@ -17,13 +17,13 @@ from clusterwatch.loopback.mariadb import MariaDB, create_harvester_schema, inse
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.build import build
 
+from .admission_support import FILES
 from .test_harvester_db import NOW, PASSWORD, USER, mariadb, write_cfg  # noqa: F401
 from .test_main import Host, validate
 
 pytestmark = pytest.mark.integration
 
 SCHEMA = "HARVESTER_ADMISSION"
-FILES = Path(__file__).resolve().parent / "admission_files"
 BASE = "https://harvester01.example.org/condor_logs"
 SUBDIR = "26-10-02_17"
 

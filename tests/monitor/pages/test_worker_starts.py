@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +12,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from clusterwatch.reporter.admission_collect import AdmissionSettings, build_section
 from tests.monitor.records import QUEUE, as_key, example, recent, store, with_database
+from tests.reporter.admission_support import built_section
 
 from .test_views import text_of
 
 pytestmark = pytest.mark.django_db
 URL = "/panda/worker-starts/"
-FILES = Path(__file__).resolve().parents[2] / "reporter" / "admission_files"
-BASE = "https://h.example.org/logs"
 
 
 @pytest.fixture
@@ -32,18 +29,7 @@ def operator(client: Client, django_user_model: Any) -> Client:
 
 
 def admission_section(tmp_path: Path, queue: str = QUEUE) -> dict[str, Any]:
-    """The section as the real reporter builds it from the fixture files."""
-    shutil.copytree(FILES, tmp_path / "26-10-22_13", dirs_exist_ok=True)
-    config = {queue: {"submitter": {"logBaseURL": BASE, "logDir": str(tmp_path)}}}
-    ends = [(1, "failed", 73, "v23_refusal.log"), (2, "failed", 73, "v23_refusal.log"),
-            (3, "failed", 73, "grid_refusal.log"), (4, "cancelled", None, "v23_sigterm.log"),
-            (5, "failed", 64, "v23_error.log"), (6, "finished", 0, "v23_ok.log")]
-    workers = [{"workerID": n, "computingSite": queue, "status": status, "nativeExitCode": code,
-                "startTime": "2026-10-22T13:10:00Z", "endTime": "2026-10-22T13:14:00Z",
-                "batchLog": f"{BASE}/26-10-22_13/{log}",
-                "stdErr": f"{BASE}/26-10-22_13/stderr_refusal.err"}
-               for n, status, code, log in ends]
-    return build_section(workers, config, {}, AdmissionSettings())[0]
+    return built_section(tmp_path, queue)
 
 
 def full_record(tmp_path: Path) -> dict[str, Any]:

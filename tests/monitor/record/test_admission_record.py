@@ -4,7 +4,6 @@ errors and hostile values read as absent, never as 0 or a failure."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +17,12 @@ from clusterwatch.monitor.record.admission import (
     admission,
 )
 from clusterwatch.monitor.record.host_record import parse_record
-from clusterwatch.reporter.admission_collect import AdmissionSettings, build_section
-
-FILES = Path(__file__).resolve().parents[2] / "reporter" / "admission_files"
-BASE = "https://h.example.org/logs"
+from tests.reporter.admission_support import built_section
 
 
 def _section(tmp_path: Path) -> dict[str, Any]:
-    shutil.copytree(FILES, tmp_path / "26-10-22_13")
-    config = {"Q": {"submitter": {"logBaseURL": BASE, "logDir": str(tmp_path)}}}
-    workers = [{"workerID": n, "computingSite": "Q", "status": "failed", "nativeExitCode": 73,
-                "startTime": "2026-10-22T13:10:00Z", "endTime": "2026-10-22T13:14:00Z",
-                "batchLog": f"{BASE}/26-10-22_13/{log}",
-                "stdErr": f"{BASE}/26-10-22_13/stderr_refusal.err"}
-               for n, log in ((1, "v23_refusal.log"), (2, "grid_refusal.log"))]
-    return build_section(workers, config, {}, AdmissionSettings())[0]
+    return built_section(tmp_path, "Q", ((1, "failed", 73, "v23_refusal.log"),
+                                         (2, "failed", 73, "grid_refusal.log")))
 
 
 def test_it_reads_what_the_reporter_builds(tmp_path: Path) -> None:
