@@ -150,6 +150,7 @@ def test_it_shows_the_remote_harvesters_queue_pages_in_a_browser(chain: Chain) -
     assert "login31.chn.perlmutter.nersc.gov" in text and "login32" in text
     assert "failed to submit a workerID=# with sbatch" in text
     assert "its process table is not readable" in text
+    assert "Workers overdue 1 running" in text  # still 'running' eight days on
     ARTIFACTS.mkdir(exist_ok=True)
     chain.browser.screenshot(ARTIFACTS / "monitor-queue-remote.png")
     gpu = page(chain, f"/queues/{GPU}/")

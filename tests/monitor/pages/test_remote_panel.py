@@ -13,7 +13,7 @@ from django.test import Client
 from clusterwatch.monitor.models import LatestQueue
 from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.queue_query import serving
-from clusterwatch.monitor.pages.remote_panel import kinds_for_queue
+from clusterwatch.monitor.pages.remote_panel import kinds_for_queue, worker_tally
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
@@ -155,3 +155,26 @@ def test_it_says_why_from_what_the_server_knows_never_from_the_unreadable_fetche
                             NOW + dt.timedelta(hours=1), 300)
     assert stale.why.text.startswith("harvester silent for 1 h: data is stale (its last "
                                      "record said: a pull-mode queue")
+
+
+@pytest.mark.django_db
+def test_it_shows_the_workers_started_and_overdue_on_each_queue(operator: Client) -> None:
+    assert store(KEY, remote_record(), 1000) is True  # the page reads the queue's slice
+    epic = text_of(operator.get(f"/queues/{EPIC}/"))
+    # Worker 203 is still 'running' eight days after its submission: overdue, not live.
+    assert "Workers started in the interval none" in epic
+    assert "Workers overdue 1 running" in epic
+    gpu = text_of(operator.get(f"/queues/{GPU}/"))
+    assert "Workers started in the interval 1 running" in gpu
+    assert "Workers overdue none" in gpu
+
+
+def test_it_words_a_worker_part_that_is_missing_failed_or_malformed() -> None:
+    limits = {"launch_limits": {EPIC: {"siteName": EPIC}}}
+    assert worker_tally(limits, "workers_started", EPIC) == "not in this record"
+    failed = {**limits, "workers_started": {"error": "harvester_workers: timeout"}}
+    assert worker_tally(failed, "workers_started", EPIC) == "error: harvester_workers: timeout"
+    hostile = {**limits, "workers_overdue": {EPIC: {"running": 2, "idle": True, "x": "3",
+                                                    "submitted": 5}, GPU: {"running": 9}}}
+    assert worker_tally(hostile, "workers_overdue", EPIC) == "5 submitted, 2 running"
+    assert worker_tally({**limits, "workers_overdue": []}, "workers_overdue", EPIC) == "none"

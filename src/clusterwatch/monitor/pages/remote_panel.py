@@ -23,6 +23,7 @@ from clusterwatch.monitor.pages.why import Why
 from clusterwatch.monitor.record.host_record import HostRecord
 from clusterwatch.monitor.record.reading import boolean, error_of, integer, obj, text
 from clusterwatch.monitor.record.remote_sections import DialogKind, Instance, QueueState
+from clusterwatch.monitor.record.sections import queue_sites
 
 # The record sections whose error says what only the harvester's logs or host could say.
 LOG_ONLY_FIELDS = ("fetching", "adjustment", "daemons", "processes")
@@ -64,6 +65,10 @@ class RemotePanel:
     dialogs_error: Optional[str]
     dialogs: tuple[DialogKind, ...]
     log_only: tuple[tuple[str, str], ...]  # (field, why it is not known)
+    # The remote record's own worker counts for this queue, which no other panel shows:
+    # started in the interval, and still live after seven days (not counted as live).
+    started: str
+    overdue: str
 
 
 def harvester_queues(raw: Mapping[str, Any]) -> frozenset[str]:
@@ -110,6 +115,24 @@ def _login_nodes(metrics: Mapping[str, Any], now: dt.datetime) -> tuple[LoginNod
                  for host, row in sorted(by_host.items()))
 
 
+def worker_tally(database: Mapping[str, Any], part: str, queue: str) -> str:
+    """`harvester_db.<part>` for `queue`'s sites in a line: "12 running, 1 idle", "none",
+    the part's error, or "not in this record" (an older slice or record lacks it)."""
+    if part not in database:
+        return "not in this record"
+    content = database[part]
+    error = error_of(content)
+    if error is not None:
+        return f"error: {error}"
+    counts: dict[str, int] = {}
+    for site in queue_sites(database, queue):
+        for status, count in obj(obj(content).get(site)).items():
+            if integer(count) is not None:
+                counts[status] = counts.get(status, 0) + count
+    by_most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {status}" for status, count in by_most) or "none"
+
+
 def _log_only(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     found = [(name, error_of(raw.get(name))) for name in LOG_ONLY_FIELDS]
     calls = obj(raw.get("failed_calls"))
@@ -145,7 +168,9 @@ def remote_panel(record: HostRecord, raw: Mapping[str, Any], queue: str,
         dialogs_error=dialogs.error if dialogs is not None else "no dialogs section",
         dialogs=kinds_for_queue(dialogs.kinds, queue, harvester_queues(raw))
         if dialogs is not None else (),
-        log_only=_log_only(raw))
+        log_only=_log_only(raw),
+        started=worker_tally(database, "workers_started", queue),
+        overdue=worker_tally(database, "workers_overdue", queue))
 
 
 def remote_why(remote: RemotePanel, submit: Submission) -> Why:
