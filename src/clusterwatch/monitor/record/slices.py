@@ -114,7 +114,8 @@ def _queue_database(value: Any, queue: str) -> dict[str, Any]:
         found["job_demand_cache"] = cache if isinstance(cache, Mapping) else {}
     for part, names in (("launch_limits", [queue]), ("workers_now", sites),
                         ("workers_ended", sites), ("workers_not_finished", sites),
-                        ("worker_starts", sites)):
+                        ("worker_starts", sites), ("workers_started", sites),
+                        ("workers_overdue", sites)):  # the last two: a remote record's
         if value.get(part) is None:
             continue  # absent and null read alike, except for not-finished (below)
         content = value[part]
