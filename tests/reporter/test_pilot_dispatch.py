@@ -212,6 +212,17 @@ def test_it_never_blocks_on_a_fifo_in_the_templates_place(tmp_path: Path) -> Non
                      "bootstrap_images": []}
 
 
+def test_it_takes_a_path_with_a_nul_character_as_unreadable(tmp_path: Path) -> None:
+    found = pilot_dispatch_for({"submitter": {"templateFile": "/etc/t\0.sdf"}}, read, NOW)
+    assert (found["kind"], found["reason"]) == ("unknown", "cannot read the template: "
+                                                           "embedded null byte")
+    launcher = pilot_dispatch_for(write_queue(
+        tmp_path, 'environment = "EPICPROD_PER_JOB_DISPATCH=1 EPICPROD_CONTAINER_LAUNCH=1"\n'
+                  "executable = {executableFile}\n", executableFile="/opt/run\0.sh"), read, NOW)
+    assert launcher["reason"].endswith("(none read; cannot read /opt/run\0.sh: embedded null "
+                                       "byte)")
+
+
 def test_it_ignores_an_alrb_marker_in_a_launchers_comment(tmp_path: Path) -> None:
     launcher = tmp_path / "run.sh"
     launcher.write_text("#!/bin/sh\n# setupATLAS -c $IMG  (disabled)\nexec pilot\n")

@@ -82,8 +82,9 @@ def _launchers(template: submit_template.Template, settings: Mapping[str, Any],
             continue
         try:
             data = read_file(path)
-        except OSError as exc:
-            problems.append("cannot read {}: {}".format(path, exc.strerror or exc))
+        except (OSError, ValueError) as exc:
+            problems.append("cannot read {}: {}".format(
+                path, getattr(exc, "strerror", None) or exc))
             continue
         read.append({"path": path, "sha256": hashlib.sha256(data).hexdigest(),
                      "text": data.decode("utf-8", "replace")})
@@ -111,9 +112,9 @@ def pilot_dispatch_for(settings: Mapping[str, Any], read_file: ReadFile, now: fl
                         "directory is not known", path, None)
     try:
         data = read_file(path)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
         return _reading("unknown", "cannot read the template: {}".format(
-            exc.strerror or exc), path, None)
+            getattr(exc, "strerror", None) or exc), path, None)
     sha256 = hashlib.sha256(data).hexdigest()
     try:
         if b"\0" in data:
