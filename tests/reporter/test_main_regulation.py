@@ -6,7 +6,6 @@ cache and queue_status from a real MariaDB and a template-merged queue configura
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -38,6 +37,17 @@ NO_TEMPLATE = {"pilot_dispatch": {
     "reason": "no submitter.templateFile (a template chosen per CE from CEtemplateDir is not "
               "read)"}}
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+
+
+def built_zipapp(directory: Path) -> Path:
+    """The zipapp as an operator builds it: `clusterwatch reporter build`, the installed
+    console script."""
+    cli = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "clusterwatch"
+    app = directory / "harvester-reporter.pyz"
+    built = subprocess.run([str(cli), "reporter", "build", "--output", str(app)],
+                           capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    return app
 
 
 def write_queue_config(root: Path, document: Any = QUEUE_CONFIG) -> Path:
@@ -146,13 +156,7 @@ def test_it_reads_a_cache_table_without_the_adjusters_keys() -> None:
 
 def test_it_checks_the_queue_sections_alone_through_the_built_zipapp(tmp_path: Path) -> None:
     """No database, no logs, no state: those sections are error fields, exit 0."""
-    cli = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "clusterwatch"
-    if not cli.exists():
-        cli = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "clusterwatch"
-    app = tmp_path / "harvester-reporter.pyz"
-    built = subprocess.run([str(cli), "reporter", "build", "--output", str(app)],
-                           capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stderr
+    app = built_zipapp(tmp_path)
     config = write_queue_config(tmp_path)
     done = subprocess.run(
         [SYSTEM_PYTHON, str(app), "--print", "--queue-config", str(config),
