@@ -257,3 +257,23 @@ def test_it_keeps_a_failing_queue_from_losing_the_others(installed: Path) -> Non
     assert found["ALRB"]["pilot_dispatch"]["reason"] == "reading failed: RuntimeError: boom"
     assert found["BOUND_PLUS"]["pilot_dispatch"]["kind"] == "image_bound"
 
+
+
+def test_it_reads_each_file_once_for_every_queue_that_names_it(installed: Path) -> None:
+    reads: list[str] = []
+
+    def counting(path: str) -> bytes:
+        reads.append(path)
+        return read(path)
+
+    document = json.loads((installed / "queue_config.json").read_text())
+    for n in range(200):  # 200 more queues on the policy template, one on a missing file
+        document[f"MANY_{n}"] = {"templateQueueName": "OSG_TEMPLATE", "submitter": {
+            "templateFile": str(installed / "native_policy.sdf")}}
+    config = parse_queue_config(document)
+    section = {"queues": {name: {"status": "online"} for name in config.queues}}
+    found = add_pilot_dispatch(section, config, counting, NOW)["queues"]
+    assert found["MANY_199"] == found["NATIVE_POLICY"]
+    assert sorted(reads) == sorted(set(reads))
+    assert str(installed / "native_policy.sdf") in reads
+    assert str(installed / "does-not-exist.sdf") in reads

@@ -207,18 +207,38 @@ def _native(environment: Dict[str, str], policy_file: Optional[str],
     return found
 
 
+def _read_once(read_file: ReadFile) -> ReadFile:
+    """`read_file` reading each path once per run; a failure is remembered too, so every
+    queue naming a file sees the same bytes or the same error."""
+    done = {}  # type: Dict[str, Tuple[Optional[bytes], Optional[Exception]]]
+
+    def read(path: str) -> bytes:
+        if path not in done:
+            try:
+                done[path] = (read_file(path), None)
+            except (OSError, ValueError) as exc:
+                done[path] = (None, exc)
+        data, error = done[path]
+        if error is not None:
+            raise error
+        assert data is not None
+        return data
+    return read
+
+
 def add_pilot_dispatch(section: Dict[str, Any], config_set: Any, read_file: ReadFile,
                        now: float, image_state_max_age_s: int = image_policy.DEFAULT_MAX_AGE_S
                        ) -> Dict[str, Any]:
     """`section` (a `queue_status` section) with each queue's `pilot_dispatch` added from the
     effective configuration `config_set` (a `queue_config.QueueConfigSet`)."""
     queues = section.get("queues")
+    read_once = _read_once(read_file)  # queues of one template share its reading
     for name, entry in (queues.items() if isinstance(queues, dict) else ()):
         queue = config_set.queues.get(name) if config_set is not None else None
         if queue is None or not isinstance(entry, dict):
             continue
         try:
-            entry["pilot_dispatch"] = pilot_dispatch_for(queue.settings, read_file, now,
+            entry["pilot_dispatch"] = pilot_dispatch_for(queue.settings, read_once, now,
                                                          image_state_max_age_s)
         except Exception as exc:  # one queue's reading must not lose the others'
             entry["pilot_dispatch"] = _reading("unknown", "reading failed: {}: {}".format(
