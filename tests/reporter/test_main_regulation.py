@@ -56,6 +56,19 @@ def write_queue_config(root: Path, document: Any = QUEUE_CONFIG) -> Path:
     return path
 
 
+def with_the_database(tmp_path: Path, port: int, config: Path,
+                      monkeypatch: pytest.MonkeyPatch,
+                      capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The record printed at NOW, after a run 300 s earlier (so the interval is the
+    fixture's), of a host reading the test database and the queue configuration `config`."""
+    monkeypatch.setenv("CW_TEST_DB_PORT", str(port))
+    monkeypatch.setenv("CW_TEST_DB_USER", USER)
+    host = Host(tmp_path)
+    args = [a if a != str(tmp_path / "no.cfg") else write_cfg(tmp_path) for a in host.args(
+        "--print", "--queue-config", str(config))]
+    return after_a_run_at_since(host, args, monkeypatch, capsys)
+
+
 def after_a_run_at_since(host: Host, args: list[str], monkeypatch: pytest.MonkeyPatch,
                          capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     """The record printed at NOW after a run 300 s earlier, so the interval is the fixture's."""
@@ -77,13 +90,8 @@ def printed(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, An
 def test_it_reports_the_limit_in_force_starts_and_cache_beside_the_database_limits(
     tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
-    monkeypatch.setenv("CW_TEST_DB_PORT", str(mariadb.port))
-    monkeypatch.setenv("CW_TEST_DB_USER", USER)
-    host = Host(tmp_path)
     config = write_queue_config(tmp_path)
-    args = [a if a != str(tmp_path / "no.cfg") else write_cfg(tmp_path) for a in host.args(
-        "--print", "--queue-config", str(config))]
-    record = after_a_run_at_since(host, args, monkeypatch, capsys)
+    record = with_the_database(tmp_path, mariadb.port, config, monkeypatch, capsys)
     limits = record["harvester_db"]["launch_limits"]
     prod = limits["BNL_PROD"]
     assert prod["nQueueLimitWorker"] == 100  # pq_table's, as before
@@ -109,14 +117,9 @@ def test_it_reports_the_limit_in_force_starts_and_cache_beside_the_database_limi
 def test_it_says_why_there_is_no_limit_in_force_when_the_config_is_unreadable(
     tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
-    monkeypatch.setenv("CW_TEST_DB_PORT", str(mariadb.port))
-    monkeypatch.setenv("CW_TEST_DB_USER", USER)
-    host = Host(tmp_path)
     config = tmp_path / "cut.json"
     config.write_bytes(b'{"BNL_PROD": {"mapType": "NoJ\x00')
-    args = [a if a != str(tmp_path / "no.cfg") else write_cfg(tmp_path) for a in host.args(
-        "--print", "--queue-config", str(config))]
-    record = after_a_run_at_since(host, args, monkeypatch, capsys)
+    record = with_the_database(tmp_path, mariadb.port, config, monkeypatch, capsys)
     error = record["harvester_db"]["launch_limits"]["BNL_PROD"]["limit_in_force"]["error"]
     assert error.startswith(f"queue configuration {config} is not JSON: ")
     assert record["queue_status"]["error"] == "queue configuration: " + error
