@@ -61,7 +61,8 @@ def test_it_shows_the_cohort_beside_the_hours_ends_and_times(operator: Client,
     assert response.status_code == 200
     row = row_text(response)
     # started 7; workers now running 412, submitted 5; 4 refused (3 exit 73, 1 SIGTERM apart)
-    assert " 7 in " in row and "running 412, submitted 5" in row
+    assert " 7 in " in row and "now running 5, failed 2" in row
+    assert "running 412, submitted 5" in row
     assert "3 1 1 1 0" in row  # refused, cancelled, errors, finished, unclassified
     # recorded wall 3 x 240 s; slot busy and execution only where the event log measured them
     assert "720 s 3 of 3" in row and "240 s 2 of 3" in row and "190 s 2 of 3" in row

@@ -80,14 +80,8 @@ def _refusal_times(queue: Optional[AdmissionQueue]) -> tuple[TimeCell, TimeCell,
             _time_cell(times.execute_s, times.execute_workers, of))
 
 
-def _worker_starts(record: HostRecord) -> Any:
-    # The typed part (`DbPart[WorkerStarts]`, None before telemetry 1.3) comes with the
-    # regulation reading; read by name so this page also stands where that is not merged.
-    return getattr(record.harvester_db, "worker_starts", None)
-
-
 def _started(record: HostRecord, queue: str) -> Started:
-    part = _worker_starts(record)
+    part = record.harvester_db.worker_starts  # None: a reporter before telemetry 1.3
     if part is None:
         return Started(note=NOT_REPORTED)
     if part.error is not None:
@@ -108,7 +102,7 @@ def _queues(record: HostRecord) -> list[str]:
     names: set[str] = set()
     if record.admission is not None:
         names.update(record.admission.queues)
-    for part in (_worker_starts(record), record.harvester_db.workers_now):
+    for part in (record.harvester_db.worker_starts, record.harvester_db.workers_now):
         if part is not None:
             names.update(part.entries)
     return sorted(names)
