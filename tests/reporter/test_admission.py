@@ -176,3 +176,16 @@ def test_it_survives_a_damaged_cache(tree: dict[str, Any]) -> None:
         section, cache = build_section(WORKERS[-2:], tree, damaged, AdmissionSettings())
         assert section["read"]["records_read"] == 1
         assert set(cache) == {"1", "9"}
+
+
+def test_it_leaves_a_wall_time_out_when_the_clocks_say_it_ended_before_it_started(
+        tree: dict[str, Any]) -> None:
+    stepped_back = dict(_worker(30, "failed", 73, "v23_refusal.log"),
+                        startTime="2026-10-22T13:20:00Z")  # after its endTime
+    garbled = dict(_worker(31, "failed", 73, "v23_refusal.log"), startTime="13:10")
+
+    section, _ = build_section([stepped_back, garbled], tree, {}, AdmissionSettings())
+
+    times = section["queues"][QUEUE]["refusal"]["times"]
+    assert (times["recorded_wall_s"], times["recorded_wall_workers"]) == (0, 0)
+    assert (times["slot_busy_s"], times["slot_busy_workers"]) == (240, 2)
