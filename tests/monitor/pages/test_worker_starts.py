@@ -140,3 +140,12 @@ def test_it_reads_the_page_in_one_query(operator: Client, tmp_path: Path,
 
 def test_it_is_in_the_navigation(operator: Client) -> None:
     assert f'href="{URL}"' in operator.get("/queues/").content.decode()
+
+
+def test_it_is_linked_from_the_queue_page_for_that_queue(operator: Client,
+                                                         tmp_path: Path) -> None:
+    store(full_record(tmp_path))
+
+    queue_page = operator.get(f"/queues/{QUEUE}/").content.decode()
+
+    assert f'href="{URL}?queue={QUEUE}"' in queue_page
