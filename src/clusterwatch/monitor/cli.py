@@ -1,7 +1,7 @@
 """`clusterwatch monitor <command> [args...]`: Django's management commands for the web app.
 
-`migrate`, `runserver`, `createsuperuser`, and the monitor's own: `create_host_token`,
-`revoke_host_token`, `evaluate_alarms`, `prune_reports` (see `clusterwatch monitor help`).
+`migrate`, `runserver`, `createsuperuser`, and the monitor's own, each listed with one line
+by `clusterwatch monitor --help` (clusterwatch.monitor.command_list).
 Settings come from the environment (CLUSTERWATCH_DATABASE_URL, CLUSTERWATCH_DATA_DIR, ...).
 
 One verb is not Django's: `clusterwatch monitor demo` (clusterwatch.demo.monitor) runs before
@@ -14,14 +14,16 @@ import argparse
 import os
 
 from clusterwatch.errors import ConfigError, RunError
+from clusterwatch.monitor.command_list import listing
 
 _DESCRIPTION = """\
-Run one of the monitor's Django management commands: migrate, runserver, createsuperuser,
-create_host_token KEY [KEY ...], revoke_host_token PREFIX, evaluate_alarms, prune_reports,
-... (`clusterwatch monitor help` lists them all, `clusterwatch monitor help COMMAND` explains
-one). The settings come from the environment: CLUSTERWATCH_DATABASE_URL (default: SQLite under
-CLUSTERWATCH_DATA_DIR, itself ~/.local/share/clusterwatch by default), CLUSTERWATCH_SECRET_KEY,
-CLUSTERWATCH_DEBUG; see docs/monitor.md.
+Run one of the monitor's commands (Django management commands; `clusterwatch monitor help
+COMMAND` explains one with its options). The settings come from the environment:
+CLUSTERWATCH_DATABASE_URL (default: SQLite under CLUSTERWATCH_DATA_DIR, itself
+~/.local/share/clusterwatch by default), CLUSTERWATCH_SECRET_KEY, CLUSTERWATCH_DEBUG; see
+docs/monitor.md.
+
+""" + listing() + """
 
 `clusterwatch monitor demo [--check] [--port N] [--data-dir DIR]` is not a Django command:
 it brings up the monitor on 127.0.0.1 with records posted by the real reporter (see
