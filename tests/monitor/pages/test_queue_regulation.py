@@ -12,8 +12,13 @@ import jsonschema
 import pytest
 from django.test import Client
 
+from clusterwatch.monitor.pages.queue_page import harvester_panel
+from clusterwatch.monitor.pages.queue_regulation import regulation_rows
+from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.reporter.record import load_schema
+from tests.monitor.pages.test_remote_panel import remote_record
 from tests.monitor.pages.test_views import fresh, operator, text_of  # noqa: F401 - fixture
+from tests.monitor.panda.remote_rows import EPIC, KEY, NOW
 from tests.monitor.records import QUEUE, example, store, with_database
 
 pytestmark = pytest.mark.django_db
@@ -121,3 +126,12 @@ def test_the_pages_call_a_record_stale_by_its_own_interval(
     hosts = operator.get("/hosts/").content.decode()
     assert ("older than three reporting intervals" in queue) is stale
     assert ('class="stale"' in hosts) is stale
+
+
+def test_it_says_a_remote_harvesters_regulation_is_in_its_panel_not_unreported() -> None:
+    panel = harvester_panel(StoredRecord(KEY, 1, valid(remote_record()), NOW, NOW), EPIC,
+                            NOW, 300)
+    assert panel.remote is not None and panel.db.regulation.remote
+    rows = str(regulation_rows(panel.db.regulation))
+    assert "a remote harvester (its record built from the PanDA server)" in rows
+    assert rows.count("<tr>") == 1 and "telemetry 1.3" not in rows

@@ -24,6 +24,9 @@ from clusterwatch.monitor.record.regulation import LimitInForce, WorkerStarts
 
 CACHE_REFRESH_S = 600 + 60  # the cacher's default refreshInterval plus one of its sleeps
 NOT_REPORTED = "not reported (a reporter before telemetry 1.3)"
+REMOTE = ("a remote harvester (its record built from the PanDA server): the limit in force is "
+          "in its panel above; its worker starts and job-demand cache (the harvester's own "
+          "cache_table, which never reaches the PanDA server) are not known here")
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,13 @@ class Regulation:
     cache_error: Optional[str] = None
     cache: list[CacheAge] = field(default_factory=list)
     cache_reported: bool = False
+    remote: bool = False  # a record the monitor built: none of these come from a host
 
 
 def regulation(database: HarvesterDb, queue: str, sites: Sequence[str],
-               now: dt.datetime) -> Regulation:
+               now: dt.datetime, remote: bool = False) -> Regulation:
+    if remote:
+        return Regulation(remote=True)
     entry = database.launch_limits.entries.get(queue)
     limit = entry.limit_in_force if entry is not None else None
     fields = [] if entry is None else [
@@ -94,6 +100,8 @@ def _cache_age(age_s: Optional[int]) -> str:
 
 def regulation_rows(found: Regulation) -> SafeString:
     """The limit in force, the worker starts and the cache ages as table rows."""
+    if found.remote:
+        return safe(th_row("Not from a host", esc(REMOTE)))
     rows = []
     if not found.limits_found:
         rows.append(th_row("Limit in force", "no pq_table row for this queue"))

@@ -235,5 +235,5 @@ def queue_workers(record: HostRecord, queue: str, now: dt.datetime,
         workers_now=_worker_counts("workers_now", database.workers_now, sites, _now),
         workers_ended=_worker_counts("workers_ended", database.workers_ended, sites, _ended),
         not_finished=not_finished(database, sites, reasons_shown),
-        regulation=regulation(database, queue, sites, now),
+        regulation=regulation(database, queue, sites, now, remote=record.instance is not None),
     )
