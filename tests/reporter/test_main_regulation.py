@@ -182,3 +182,8 @@ def test_it_checks_the_queue_sections_alone_through_the_built_zipapp(tmp_path: P
             f"cannot read {tmp_path / 'absent.cfg'}")
     assert "error" in record["fetching"]["read"]
     assert not (tmp_path / "state").exists()
+    for bad in ("0", "86401", "5m"):
+        refused = subprocess.run([SYSTEM_PYTHON, str(app), "--print", "--interval-s", bad],
+                                 capture_output=True, text=True, check=False)
+        assert refused.returncode == 64 and refused.stdout == ""
+        assert "--interval-s" in refused.stderr and "Traceback" not in refused.stderr
