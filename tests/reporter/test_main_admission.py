@@ -24,6 +24,7 @@ from .test_main import Host, validate
 pytestmark = pytest.mark.integration
 
 SCHEMA = "HARVESTER_ADMISSION"
+NO_WORK_TABLE = "HARVESTER_NO_WORK"
 BASE = "https://harvester01.example.org/condor_logs"
 SUBDIR = "26-10-02_17"
 
@@ -55,6 +56,7 @@ ROWS = [
 @pytest.fixture(scope="module")
 def admission_db(mariadb: MariaDB) -> MariaDB:  # noqa: F811
     create_harvester_schema(mariadb, SCHEMA, USER, PASSWORD, tables=("work_table",))
+    create_harvester_schema(mariadb, NO_WORK_TABLE, USER, PASSWORD, tables=("pq_table",))
     mariadb.sql(insert_sql("work_table", ROWS), SCHEMA)
     return mariadb
 
@@ -145,3 +147,18 @@ def test_it_exits_64_with_one_line_on_a_bad_admission_option(
     assert done.returncode == 64
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_it_makes_a_failing_query_the_sections_error_and_keeps_the_cache(
+        host: Host, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host.without_monitor()
+    assert reporter_main.main(host.args()) == 2  # fills the cache
+    os.replace(write_cfg(tmp_path, schema=NO_WORK_TABLE), tmp_path / "no.cfg")
+
+    assert reporter_main.main(host.args()) == 2
+    section = _print(host, capsys)["admission"]
+
+    assert set(section) == {"error"} and "ERROR 1146" in section["error"]
+    assert PASSWORD not in section["error"]
+    state = json.loads((host.state / "state.json").read_text())
+    assert sorted(state["admission"]) == ["1", "2", "3", "4", "5", "6"]

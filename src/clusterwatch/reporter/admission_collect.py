@@ -8,6 +8,7 @@ whose files could not be read yet. Python 3.6, standard library only.
 """
 
 import json
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from clusterwatch.reporter import (
@@ -21,6 +22,7 @@ from clusterwatch.reporter.harvester_cfg import HarvesterConfigError, read_db_se
 
 MAX_RECORDS = 4000
 WORKER_LIMIT = 20000  # rows of the hour, newest first; more is said in the section
+_FINAL = "('finished', 'failed', 'cancelled', 'missed')"  # the harvester's final statuses
 _COLUMNS = (("workerID", "int"), ("computingSite", "text"), ("status", "text"),
             ("nativeExitCode", "int"), ("workAttributes", "json"), ("startTime", "time"),
             ("endTime", "time"))
@@ -41,28 +43,27 @@ class AdmissionSettings(object):
         self.max_records = max_records
 
 
+def _sql_time(seconds: float) -> str:
+    return time.strftime("'%Y-%m-%d %H:%M:%S'", time.gmtime(seconds))  # naive UTC, as written
+
+
 def ended_workers(settings: Dict[str, Any], now: float, mysql: str = "mysql",
                   timeout: float = 30) -> Any:
     """The workers that reached a final status in (now - 1 h, now], or `{"error": ...}`."""
-    window = "endTime > {} AND endTime <= {}".format(
-        harvester_db._sql_time(now - admission.WINDOW_S), harvester_db._sql_time(now))
-    query = ("workers_admission", _COLUMNS,
-             "FROM work_table WHERE {} AND status IN {} ORDER BY endTime DESC, workerID DESC"
-             " LIMIT {}".format(window, harvester_db._in(harvester_db.FINAL_STATUSES),
-                                WORKER_LIMIT))
-    rows, errors = harvester_db._run(settings, [query], mysql, timeout)
-    if errors:
-        return {"error": errors["workers_admission"]}
-    workers = []
-    for raw in rows.get("workers_admission", []):
-        row = harvester_db._typed_row(_COLUMNS, raw)
+    rest = ("FROM work_table WHERE endTime > {} AND endTime <= {} AND status IN {}"
+            " ORDER BY endTime DESC, workerID DESC LIMIT {}".format(
+                _sql_time(now - admission.WINDOW_S), _sql_time(now), _FINAL, WORKER_LIMIT))
+    rows = harvester_db.select_part(settings, "workers_admission", _COLUMNS, rest, mysql,
+                                    timeout)
+    if isinstance(rows, dict):
+        return rows
+    for row in rows:
         attributes = row.pop("workAttributes")
         attributes = attributes if isinstance(attributes, dict) else {}
         for name in ("batchLog", "stdErr"):
             value = attributes.get(name)
             row[name] = value if isinstance(value, str) and value else None
-        workers.append(row)
-    return workers
+    return rows
 
 
 def _path(worker: Dict[str, Any], name: str, queue_config: Dict[str, Any]) -> Optional[str]:

@@ -372,3 +372,17 @@ def _service_metrics(rows: List[Dict[str, Any]], fqdn: str) -> Dict[str, Any]:
     latest = rows[0] if rows else {"creationTime": None, "metrics": None}
     return {"hostName": fqdn, "creationTime": latest["creationTime"],
             "metrics": latest["metrics"]}
+
+
+def select_part(settings: Mapping[str, Any], part: str, columns: Sequence[Tuple[str, str]],
+                rest: str, mysql: str = "mysql", timeout: float = 30) -> Any:
+    """One SELECT in its own client run, with the same option file, READ ONLY session and
+    typing as `collect`: its typed rows, or `{"error": ...}`. For a section that is not a
+    part of `harvester_db` (the admission section's workers of the hour)."""
+    rows, errors = _run(settings, [(part, columns, rest)], mysql, timeout)
+    if part in errors:
+        return {"error": errors[part]}
+    try:
+        return [_typed_row(columns, row) for row in rows.get(part, [])]
+    except ValueError as error:
+        return {"error": f"unexpected client output: {error}"}
