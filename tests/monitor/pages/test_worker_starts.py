@@ -40,6 +40,12 @@ def full_record(tmp_path: Path) -> dict[str, Any]:
     return record
 
 
+def shown(operator: Client, tmp_path: Path) -> str:
+    """The page as read after a full record was stored."""
+    store(full_record(tmp_path))
+    return text_of(operator.get(URL))
+
+
 def row_text(response: Any, queue: str = QUEUE) -> str:
     html = response.content.decode()
     start = html.index(f'<tr data-queue="{queue}"')
@@ -60,7 +66,7 @@ def test_it_shows_the_cohort_beside_the_hours_ends_and_times(operator: Client,
 
     assert response.status_code == 200
     row = row_text(response)
-    # started 7; workers now running 412, submitted 5; 4 refused (3 exit 73, 1 SIGTERM apart)
+    # started 7; workers now running 412, submitted 5; 3 refused (exit 73), the SIGTERM stop apart
     assert " 7 in " in row and "now running 5, failed 2" in row
     assert "running 412, submitted 5" in row
     assert "3 1 1 1 0" in row  # refused, cancelled, errors, finished, unclassified
@@ -70,9 +76,7 @@ def test_it_shows_the_cohort_beside_the_hours_ends_and_times(operator: Client,
 
 
 def test_it_groups_refusals_by_slot_and_floor(operator: Client, tmp_path: Path) -> None:
-    store(full_record(tmp_path))
-
-    page = text_of(operator.get(URL))
+    page = shown(operator, tmp_path)
 
     assert "slot1_3@wn01.example.edu 7200 s 2 repeated 3400 s" in page
     assert "— (not in the event log) 7200 s 1 3400 s" in page
@@ -80,9 +84,7 @@ def test_it_groups_refusals_by_slot_and_floor(operator: Client, tmp_path: Path) 
 
 
 def test_it_states_what_the_figures_are_and_are_not(operator: Client, tmp_path: Path) -> None:
-    store(full_record(tmp_path))
-
-    page = text_of(operator.get(URL))
+    page = shown(operator, tmp_path)
 
     assert "includes the worker's startup and the harvester's polling and reporting delay" in page
     assert "A started worker is not payload capacity" in page
