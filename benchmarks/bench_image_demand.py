@@ -1,7 +1,7 @@
 """Time `GET /api/osg-image-demand/` with 100,000 activated jobs in the PanDA server's
 `jobsactive4` on a loopback PostgreSQL server (the project's test server).
 
-    python benchmarks/bench_image_demand.py [--jobs 100000] [--requests 100] [--quick] [--check]
+    python benchmarks/bench_image_demand.py [--jobs 100000] [--requests 200] [--quick] [--check]
 
 The table has the DDL's names and types for every column the query reads, a wide text
 column as `jobparameters` makes real rows wide, the DDL's primary key and its
@@ -37,9 +37,14 @@ IMAGE_COUNT = 40
 MEMORY = (0, 1000, 2000, 2000, 3900, 4096, 6000, 8000, 16000, 32000)
 CORES = (None, 0, 1, 1, 1, 2, 4, 8, 16, 64)
 OTHER_STATES = ("running", "starting", "sent")
-ADVISED_INDEX = ("CREATE INDEX jobsactive4_activated_fit_idx ON doma_panda.jobsactive4 "
-                 "(minramcount, corecount) INCLUDE (container_name) "
-                 "WHERE jobstatus = 'activated'")
+# Ordered by image: PostgreSQL reads the activated jobs' entries in image order and counts
+# each image as it goes (an index-only scan into a GroupAggregate, the fit tested on the
+# entries), with no hash table and no parallel workers. The index first tried,
+# (minramcount, corecount) INCLUDE (container_name), reads fewer entries for small slots but
+# hashes the images, and for large slots goes parallel: twice as slow at 64000/64, and its
+# p99 on a busy host missed the target (EXPLAIN ANALYZE in docs/monitor.md).
+ADVISED_INDEX = ("CREATE INDEX jobsactive4_activated_image_idx ON doma_panda.jobsactive4 "
+                 "(container_name, minramcount, corecount) WHERE jobstatus = 'activated'")
 TABLE = """CREATE SCHEMA doma_panda;
 CREATE TABLE doma_panda.jobsactive4 (pandaid bigint NOT NULL DEFAULT '0',
   modificationtime timestamp NOT NULL DEFAULT now(), jobstatus varchar(15) NOT NULL DEFAULT
@@ -57,7 +62,8 @@ def progress(message: str) -> None:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=100_000, help="activated jobs (100000)")
-    parser.add_argument("--requests", type=int, default=100, help="requests per slot (100)")
+    parser.add_argument("--requests", type=int, default=200,
+                        help="requests per slot (200: p99 is then the second slowest)")
     parser.add_argument("--quick", action="store_true", help="a smoke size: 200 jobs, 3 requests")
     parser.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
     parser.add_argument("--workdir", type=Path, help="keep the monitor's data here")
@@ -184,13 +190,13 @@ def main(argv: Sequence[str]) -> int:
           f"load average {load:.2f}; PostgreSQL on loopback, the process's kept connection")
     print(f"data: {args.jobs} activated jobs and {len(rows) - args.jobs} in other active "
           f"states, {IMAGE_COUNT} images; in-process through Django's test client, no HTTP")
-    print(f"\n{'indexes':<10} {'memory_mb':>9} {'cores':>5} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'max ms':>8}  target p99 < {TARGET_P99_MS:.0f} ms")
+    print(f"\n{'indexes':<10} {'memory_mb':>9} {'cores':>5} {'p50 ms':>8} {'p90 ms':>8} "
+          f"{'p99 ms':>8} {'max ms':>8}  target p99 < {TARGET_P99_MS:.0f} ms")
     for label, results in (("DDL", plain), ("advised", advised)):
         for memory_mb, cores, times, ok in results:
             verdict = "pass" if p(times, 0.99) < TARGET_P99_MS else "MISS"
             print(f"{label:<10} {memory_mb:>9} {cores:>5} {statistics.median(times):8.1f} "
-                  f"{p(times, 0.99):8.1f} {max(times):8.1f}  {verdict}"
+                  f"{p(times, 0.90):8.1f} {p(times, 0.99):8.1f} {max(times):8.1f}  {verdict}"
                   f"{'' if ok else '  WRONG ANSWER OR STATUS'}")
     right = all(ok for *_, ok in plain + advised)
     met = all(p(times, 0.99) < TARGET_P99_MS for _, _, times, _ in advised)
