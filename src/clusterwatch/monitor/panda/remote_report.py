@@ -48,6 +48,23 @@ class IriSource:
     token_file: str
 
 
+def add_builder_arguments(options: Any) -> None:
+    """--harvester-id, --queue-config and the four --iri-* options on `options` (a parser or
+    an argument group): remote_harvester_report takes them, register_harvester keeps them."""
+    options.add_argument("--harvester-id", metavar="ID",
+                         help="the harvester instance's id, e.g. Perlmutter_test_1")
+    options.add_argument("--queue-config", metavar="FILE",
+                         help="the harvester's panda_queueconfig.json, a local copy")
+    options.add_argument("--iri-url", metavar="URL",
+                         help="the NERSC IRI API, e.g. https://api.iri.nersc.gov/api/v1")
+    options.add_argument("--iri-resource", metavar="ID", help="the file system's resource id")
+    options.add_argument("--iri-path", metavar="PATH",
+                         help="the queue configuration's absolute path at NERSC")
+    options.add_argument("--iri-token-file", metavar="FILE",
+                         help="a mode-600 file holding the IRI API's bearer token (read at "
+                              "each run; only its path is ever kept)")
+
+
 def iri_source(url: Optional[str], resource: Optional[str], path: Optional[str],
                token_file: Optional[str]) -> Optional[IriSource]:
     """The IRI source the four options give (None: none given); ConfigError for some only."""

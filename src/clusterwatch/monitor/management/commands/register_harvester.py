@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.monitor import registry
-from clusterwatch.monitor.panda.remote_report import iri_source
+from clusterwatch.monitor.panda.remote_report import add_builder_arguments, iri_source
 
 
 class Command(BaseCommand):
@@ -29,18 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--note", default="", help="a note shown in the admin")
         builder = parser.add_argument_group(
             "the remote builder's settings (with --remote; remote_harvester_report's options)")
-        builder.add_argument("--harvester-id", metavar="ID",
-                             help="the harvester instance's id, e.g. Perlmutter_test_1")
-        builder.add_argument("--queue-config", metavar="FILE",
-                             help="the harvester's panda_queueconfig.json, a local copy")
-        builder.add_argument("--iri-url", metavar="URL", help="the NERSC IRI API")
-        builder.add_argument("--iri-resource", metavar="ID",
-                             help="the file system's resource id")
-        builder.add_argument("--iri-path", metavar="PATH",
-                             help="the queue configuration's absolute path at NERSC")
-        builder.add_argument("--iri-token-file", metavar="FILE",
-                             help="a mode-600 file holding the IRI API's bearer token (its "
-                                  "path is kept, never the token)")
+        add_builder_arguments(builder)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

@@ -21,7 +21,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from clusterwatch.errors import EXIT_CONFIG, EXIT_FAILURE, ConfigError, RunError
 from clusterwatch.monitor import registry
 from clusterwatch.monitor.panda.remote_registered import build_registered, worst
-from clusterwatch.monitor.panda.remote_report import build, iri_source, store
+from clusterwatch.monitor.panda.remote_report import (
+    add_builder_arguments,
+    build,
+    iri_source,
+    store,
+)
 
 _IRI = ("iri_url", "iri_resource", "iri_path", "iri_token_file")
 _SINGLE = ("key", "harvester_id", "queue_config", *_IRI)
@@ -43,19 +48,9 @@ class Command(BaseCommand):
                                  "options below; a line per key on stderr")
         parser.add_argument("--key",
                             help="the key to store the record under, e.g. perlmutter-harvester")
-        parser.add_argument("--harvester-id",
-                            help="the harvester instance's id, e.g. Perlmutter_test_1")
         parser.add_argument("--print", action="store_true", dest="print_only",
                             help="print the record as JSON and store nothing")
-        parser.add_argument("--queue-config", metavar="FILE",
-                            help="the harvester's panda_queueconfig.json, a local copy")
-        parser.add_argument("--iri-url", metavar="URL",
-                            help="the NERSC IRI API, e.g. https://api.iri.nersc.gov/api/v1")
-        parser.add_argument("--iri-resource", metavar="ID", help="the file system's resource id")
-        parser.add_argument("--iri-path", metavar="PATH",
-                            help="the queue configuration's absolute path at NERSC")
-        parser.add_argument("--iri-token-file", metavar="FILE",
-                            help="a mode-600 file holding the IRI API's bearer token")
+        add_builder_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["registered"]:
