@@ -49,6 +49,11 @@ def test_it_builds_every_registered_remote_harvester(run: Run) -> None:
                        cwd=PERLMUTTER_CONFIG.parent)
     assert (relative.returncode, relative.stdout) == (0, f"registered {KEY} (remote)\n")
     assert monitor(run, "register_harvester", "pandaharvester01").returncode == 0  # reporting
+    assert monitor(run, "register_harvester", "z-bare", "--remote").returncode == 0
+    listed = [line.split("\t") for line in monitor(run, "list_harvesters").stdout.splitlines()]
+    assert [row[4:] for row in listed] == [[], [f"{HARVESTER} from {PERLMUTTER_CONFIG}"],
+                                           ["not buildable: no harvester id registered"]]
+    assert monitor(run, "remove_harvester", "z-bare").returncode == 0
     done = registered(run)
     assert done.returncode == 0, done.stderr
     assert done.stderr == f"clusterwatch: {KEY}: stored the record of {HARVESTER}\n"

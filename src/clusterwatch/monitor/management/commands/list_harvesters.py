@@ -1,5 +1,6 @@
 """`clusterwatch monitor list_harvesters [--remote]`: the harvester registry, one key a line
-(`--remote`: the keys alone, for the remote builder's timer); otherwise key, kind, since, note."""
+(`--remote`: the keys alone); otherwise key, kind, since, note and, for a remote key, what
+`remote_harvester_report --registered` builds it from."""
 
 from __future__ import annotations
 
@@ -24,4 +25,12 @@ class Command(BaseCommand):
                 continue
             kind = "remote" if entry.remote else "reporting"
             self.stdout.write(f"{entry.key}\t{kind}\t{entry.registered_at:%Y-%m-%d %H:%M:%SZ}"
-                              f"\t{entry.note}")
+                              f"\t{entry.note}" + (f"\t{_built_from(entry.builder)}"
+                                                   if entry.remote else ""))
+
+
+def _built_from(builder: registry.Builder) -> str:
+    if not builder.harvester_id:
+        return "not buildable: no harvester id registered"
+    source = (builder.queue_config or f"IRI {builder.iri_resource}:{builder.iri_path}")
+    return f"{builder.harvester_id} from {source}"
