@@ -155,19 +155,14 @@ def queue_slice(record: Mapping[str, Any], queue: str) -> dict[str, Any]:
     # A remote harvester's sections (pages.remote_panel), kept whole: a heartbeat, a status
     # per queue and at most 100 kinds of message, which the page filters for the queue.
     found.update(_pick(record, "instance", "queue_status", "dialogs"))
+    if "queue_status" in found:
+        found["queue_status"] = _one_dispatch(found["queue_status"], queue)
     for section in ("daemons", "processes"):  # their errors say what only the logs could
         if "instance" in record and isinstance(record.get(section), Mapping):
             found[section] = _pick(record[section], "error")
     return {"version": SLICE_VERSION, "record": found}
 
-    if "queue_status" in found:
-        found["queue_status"] = _one_dispatch(found["queue_status"], queue)
 
-def _daemons(value: Any) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        return {}
-    found = _pick(value, "error")
-    for log, entry in value.items():
 def _one_dispatch(value: Any, queue: str) -> Any:
     """`queue_status` with every queue's status (the remote panel needs each name) but only
     `queue`'s pilot dispatch: a harvester's N queue slices would otherwise each carry N
@@ -181,6 +176,11 @@ def _one_dispatch(value: Any, queue: str) -> Any:
     return dict(value, queues=kept)
 
 
+def _daemons(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {}
+    found = _pick(value, "error")
+    for log, entry in value.items():
         if log != "error" and isinstance(entry, Mapping) and "error" in entry:
             found[log] = {"error": entry["error"]}
     return found
