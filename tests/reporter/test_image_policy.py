@@ -154,3 +154,24 @@ def test_it_refuses_a_relative_or_unresolved_policy_file(tmp_path: Path) -> None
         found = pilot_dispatch_for({"submitter": {"templateFile": str(template)}}, read,
                                    STATE_AT)
         assert (found["kind"], found["reason"]) == ("unknown", why)
+
+
+@pytest.mark.parametrize("document, why", [
+    ('{"policy": "p", "images": ["/i"], "state_file": "s\\u0000x.json"}', "embedded null byte"),
+    ("[" * 100000 + "]" * 100000, "is not JSON"),
+])
+def test_it_keeps_the_template_and_its_hash_for_a_policy_that_cannot_be_followed(
+        tmp_path: Path, policy: Path, document: str, why: str) -> None:
+    # JSON allows a NUL in state_file, and a deeply nested policy exhausts json's recursion:
+    # each is this policy's reason, not a failed reading that loses the template's identity.
+    policy.write_text(document)
+    launcher = tmp_path / "l.sh"
+    launcher.write_text("EPICPROD_LAUNCHER_FEATURES=omit-dispatch-image-filter\n")
+    template = tmp_path / "t.sdf"
+    template.write_text(f"transfer_input_files = {launcher}\n"
+                        "environment = EPICPROD_PER_JOB_DISPATCH=1;EPICPROD_CONTAINER_LAUNCH=1\n"
+                        f'+EpicprodImagePolicyFile = "{policy}"\n')
+    found = pilot_dispatch_for({"submitter": {"templateFile": str(template)}}, read, STATE_AT)
+    assert (found["kind"], found["template"], found["sha256"]) == (
+        "unknown", str(template), hashlib.sha256(template.read_bytes()).hexdigest())
+    assert why in found["reason"] and "reading failed" not in found["reason"]

@@ -47,11 +47,12 @@ def _document(read_file: ReadFile, path: str, cannot: str,
     """The decoded JSON at `path`, its bytes, and why not (None when read)."""
     try:
         data = read_file(path)
-    except OSError as exc:
-        return None, b"", "{} {}: {}".format(cannot, path, exc.strerror or exc)
+    except (OSError, ValueError) as exc:  # ValueError: a state_file with a NUL character
+        return None, b"", "{} {}: {}".format(cannot, path, getattr(exc, "strerror", None)
+                                             or exc)
     try:
         return json.loads(data.decode("utf-8")), data, None
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # deep nesting
         return None, data, "{} {} is not JSON: {}".format(what, path, exc)
 
 
