@@ -18,6 +18,9 @@ from typing import Any, Dict
 from clusterwatch.reporter.regular_read import NotRegularFile, open_regular
 
 MAX_BYTES = 5 * 1024 * 1024
+# A real configuration nests four levels (queue, plugin section, a setting's list or map);
+# json.loads takes about 1,000 but copy.deepcopy in the template merge only half of that.
+MAX_DEPTH = 100
 
 
 class QueueConfigError(Exception):
@@ -71,7 +74,24 @@ def decode_queue_config(data: bytes, source: str, max_bytes: int = MAX_BYTES) ->
     if not isinstance(document, dict):
         raise QueueConfigError(
             f"queue configuration {source} is {json_kind(document)}, not an object of queues")
+    if _deeper_than(document, MAX_DEPTH):  # the template merge copies values recursively
+        raise QueueConfigError(
+            f"queue configuration {source} is not usable JSON: nested too deeply")
     return document
+
+
+def _deeper_than(document: Any, limit: int) -> bool:
+    """Whether `document` nests containers more than `limit` levels; a loop, not recursion,
+    so the check itself cannot run out of stack."""
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > limit:
+                return True
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def json_kind(value: Any) -> str:

@@ -103,7 +103,9 @@ def queue_detail(request: HttpRequest, queue: str) -> HttpResponse:
 def job_lookup(request: HttpRequest) -> HttpResponse:
     """The job lookup form; `?pandaid=N` goes to the job's page."""
     raw = (request.GET.get("pandaid") or "").strip()
-    if raw.isdigit() and 0 < int(raw) <= BIGINT_MAX:
+    # ASCII digits only: str.isdigit() also takes superscripts (int() refuses them: a 500)
+    # and other scripts' digits (int() reads them: another job's page).
+    if raw.isascii() and raw.isdigit() and 0 < int(raw) <= BIGINT_MAX:
         target = reverse("monitor-job", args=[int(raw)])
         queue_name = clean_queue_name(request.GET.get("queue"))
         if queue_name is not None:

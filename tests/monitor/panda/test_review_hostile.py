@@ -1,0 +1,50 @@
+"""Hostile inputs found by the issue 12 review: each once broke a path a user reaches (a 500
+page, a traceback from the remote builder)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from clusterwatch.monitor.panda.remote_report import _from_file
+from clusterwatch.monitor.panda.server_rows import SourceFailed
+from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
+
+
+@pytest.fixture
+def operator(client: Client, django_user_model: Any) -> Client:
+    client.force_login(django_user_model.objects.create_user("operator", password="pass phrase"))
+    return client
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pandaid", ["\u00b2", "1\u00b3", "\u0661\u0662", "\uff15", "\u2460"])
+def test_it_answers_400_for_a_pandaid_of_other_digits(operator: Client, pandaid: str) -> None:
+    # str.isdigit() is true for superscripts and circled digits, which int() refuses (a 500),
+    # and for Arabic-Indic or fullwidth digits, which int() reads as another job's number.
+    response = operator.get("/jobs/", {"pandaid": pandaid})
+    assert response.status_code == 400
+
+
+def nested(depth: int) -> bytes:
+    return (b'{"Q": {"queueStatus": "online", "submitter": ' + b'{"a": ' * depth + b"1"
+            + b"}" * depth + b"}}")
+
+
+def test_it_refuses_a_queue_config_nested_deeper_than_the_merge_can_copy() -> None:
+    # json.loads takes ~1,000 levels; the template merge's deepcopy took half: a RecursionError
+    # (a traceback from remote_harvester_report, the reporter's section lost).
+    with pytest.raises(QueueConfigError, match=r"^queue configuration q is not usable JSON: "
+                                               r"nested too deeply$"):
+        decode_queue_config(nested(900), "q")
+    assert decode_queue_config(nested(20), "q")["Q"]["queueStatus"] == "online"
+
+
+def test_it_makes_a_deeply_nested_queue_config_file_a_failed_source(tmp_path: Any) -> None:
+    path = tmp_path / "panda_queueconfig.json"
+    path.write_bytes(nested(900))
+    failed = _from_file(str(path))
+    assert isinstance(failed, SourceFailed)
+    assert failed.reason == f"queue configuration {path} is not usable JSON: nested too deeply"
