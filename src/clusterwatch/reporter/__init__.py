@@ -18,10 +18,15 @@ on disk) and `delivery_counts` (what was lost, until a record reports it), `answ
 (what each HTTP answer means) and `https_post` (the transport: one post under one deadline),
 `envfile`, and `queue_config` (the harvester's queue configuration as it sees it, with
 `queue_config_file` and `queue_limits`; the monitor imports it too) with `queue_status` (the
-record's queue_status section, which the monitor's remote builder builds with it too).
+record's queue_status section, which the monitor's remote builder builds with it too),
+`submit_template`, `pilot_dispatch` and `image_policy` (each queue's pilot dispatch read from
+its submit template), and `admission` with `admission_collect`, `admission_evidence` and
+`launcher_stderr` (the last hour's pre-job refusals, cancellations and errors, with evidence).
 """
 
-REPORTER_VERSION = "1.0.0"
+# 1.7: the telemetry of host-reporter.md "Telemetry 1.3-1.7" (regulation, admission, queue
+# status, pilot dispatch, image policy); 1.0 was the record before it.
+REPORTER_VERSION = "1.7.0"
 SCHEMA_VERSION = 1
 
 
