@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from clusterwatch.monitor.panda.iri_client import view_file
+from clusterwatch.monitor.panda.iri_errors import IriError
 from clusterwatch.monitor.panda.remote_report import _from_file
 from clusterwatch.monitor.panda.server_rows import SourceFailed
+from clusterwatch.notify.http import HttpResponse
 from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
 
 
@@ -48,3 +51,30 @@ def test_it_makes_a_deeply_nested_queue_config_file_a_failed_source(tmp_path: An
     failed = _from_file(str(path))
     assert isinstance(failed, SourceFailed)
     assert failed.reason == f"queue configuration {path} is not usable JSON: nested too deeply"
+
+
+DEEP_JSON = b"[" * 200_000 + b"]" * 200_000
+
+
+def serving(*answers: HttpResponse) -> Any:
+    """An IRI API that gives `answers` in turn."""
+    pending = list(answers)
+
+    def http(method: str, url: str, body: Any, headers: Any, timeout: float,
+             max_body: int) -> HttpResponse:
+        return pending.pop(0)
+    return http
+
+
+@pytest.mark.parametrize(("answers", "kind"), [
+    ((HttpResponse(200, DEEP_JSON),), "garbage"),
+    ((HttpResponse(200, b'{"task_id": "t1"}'), HttpResponse(200, DEEP_JSON)), "garbage"),
+    ((HttpResponse(500, DEEP_JSON),), "unavailable"),
+])
+def test_it_makes_a_deeply_nested_iri_answer_an_iri_error(answers: tuple[HttpResponse, ...],
+                                                          kind: str) -> None:
+    # json.loads raises RecursionError (no ValueError) on such a body: it was a traceback.
+    with pytest.raises(IriError) as caught:
+        view_file("https://127.0.0.1:9/api/v1", "cfs", "/q.json", "secret-token",
+                  http=serving(*answers), sleep=lambda _: None)
+    assert caught.value.kind == kind and "secret-token" not in str(caught.value)

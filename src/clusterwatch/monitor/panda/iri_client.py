@@ -95,7 +95,7 @@ class _Api:
             raise from_answer(answer.status, answer.body, step, self.token)
         try:
             document = json.loads(answer.body)
-        except ValueError:  # also bytes that are not UTF-8
+        except (ValueError, RecursionError):  # also bytes not UTF-8, or nested past the stack
             document = None
         if not isinstance(document, dict):
             raise IriError("garbage", f"IRI API's answer to {step} is not a JSON object", 200)

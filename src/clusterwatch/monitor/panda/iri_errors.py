@@ -76,7 +76,7 @@ def _reason(body: bytes, token: str) -> str:
     """The API's `detail` (else `title`) from a problem document; nothing from other bodies."""
     try:
         document = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # a body nested past the stack is no reason either
         return ""
     if not isinstance(document, dict):
         return ""
