@@ -3,6 +3,8 @@ page, a traceback from the remote builder)."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,10 +12,12 @@ from django.test import Client
 
 from clusterwatch.monitor.panda.iri_client import view_file
 from clusterwatch.monitor.panda.iri_errors import IriError
+from clusterwatch.monitor.panda.panda_settings import panda_database
 from clusterwatch.monitor.panda.remote_report import _from_file
 from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.notify.http import HttpResponse
 from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
+from tests.monitor.panda.test_remote_harvester_report import CLUSTERWATCH, _environ
 
 
 @pytest.fixture
@@ -78,3 +82,24 @@ def test_it_makes_a_deeply_nested_iri_answer_an_iri_error(answers: tuple[HttpRes
         view_file("https://127.0.0.1:9/api/v1", "cfs", "/q.json", "secret-token",
                   http=serving(*answers), sleep=lambda _: None)
     assert caught.value.kind == kind and "secret-token" not in str(caught.value)
+
+
+@pytest.mark.parametrize("sslmode", ["hunter2", "VERIFY-FULL", ""])
+def test_it_exits_78_for_an_sslmode_libpq_does_not_know(tmp_path: Path, sslmode: str) -> None:
+    # It was exit 1 with a record stored whose every table said "invalid sslmode value".
+    config = tmp_path / "panda_queueconfig.json"
+    config.write_text("{}", encoding="utf-8")
+    env = {**_environ(tmp_path), "CLUSTERWATCH_PANDA_DATABASE_URL":
+           f"postgresql://panda@127.0.0.1:9/panda?sslmode={sslmode}"}
+    done = subprocess.run([CLUSTERWATCH, "monitor", "remote_harvester_report", "--key", "k",
+                           "--harvester-id", "h", "--queue-config", str(config)],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (78, "")
+    assert done.stderr.count("\n") == 1 and "sslmode" in done.stderr
+
+
+def test_it_takes_every_sslmode_libpq_knows() -> None:
+    for mode in ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"):
+        database = panda_database({"CLUSTERWATCH_PANDA_DATABASE_URL":
+                                   f"postgresql://u@h/d?sslmode={mode}"})
+        assert database is not None and database.options == {"sslmode": mode}

@@ -30,6 +30,7 @@ SCHEMA_SETTING = "CLUSTERWATCH_PANDA_SCHEMA"
 CREDENTIAL = "panda-db-password"  # the credential's name, no secret
 DEFAULT_SCHEMA = "doma_panda"
 QUERY_OPTIONS = ("sslmode", "sslrootcert")
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")  # libpq's
 # An unquoted SQL identifier; PostgreSQL folds it to lower case, as the DDL's DOMA_PANDA is.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _EXAMPLE = "postgresql://user@host:5432/dbname"
@@ -89,6 +90,9 @@ def _parse_url(url: str) -> tuple[str, int, str, str, dict[str, str]]:
     if unknown:
         raise ConfigError(f"{URL_SETTING}: unsupported option {unknown[0][:40]!r} "
                           f"(only {', '.join(QUERY_OPTIONS)})")
+    if "sslmode" in options and options["sslmode"] not in SSL_MODES:
+        # libpq refuses it only when connecting: every table would fail, not the setting.
+        raise ConfigError(f"{URL_SETTING}: sslmode must be one of {', '.join(SSL_MODES)}")
     return host, port or 5432, dbname, user, options
 
 
