@@ -89,3 +89,36 @@ def test_it_combines_both_files_and_marks_an_unreadable_one_incomplete(tmp_path:
     assert one["complete"] is False and one["slot_busy_s"] == 120
     assert one["errors"] == ["cannot read the launcher's stderr: FileNotFoundError: "
                              "No such file or directory"]
+
+
+def test_it_reads_neither_a_fifo_nor_a_path_with_a_nul_and_says_why(tmp_path: Path) -> None:
+    # A FIFO put in a worker's log place must not hang the run that holds the state lock (an
+    # open waits for a writer); a NUL in a workAttributes path (JSON allows one) is this
+    # worker's error, not one that fails the whole section on every run of the hour.
+    import os
+    import signal
+
+    fifo = tmp_path / "worker.log"
+    os.mkfifo(fifo)
+
+    class Hung(Exception):
+        """Not an OSError, so no reader's error handling takes it for a failed read."""
+
+    def hung(_signum: int, _frame: Any) -> None:
+        raise Hung("the read blocked on a FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)
+    try:
+        found = worker_evidence(str(fifo), str(fifo), STARTUP, LIFETIME)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert found["errors"] == [
+        "cannot read the condor event log: NotRegularFile: not a regular file",
+        "cannot read the launcher's stderr: NotRegularFile: not a regular file"]
+    assert found["slot_name"] is None and found["remaining_lifetime_s"] is None
+    nul = worker_evidence(str(tmp_path / "a\0b"), str(tmp_path / "c\0d"), STARTUP, LIFETIME)
+    assert nul["complete"] is False and nul["errors"] == [
+        "cannot read the condor event log: ValueError: embedded null byte",
+        "cannot read the launcher's stderr: ValueError: embedded null byte"]

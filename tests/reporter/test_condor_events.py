@@ -18,6 +18,7 @@ from clusterwatch.reporter.condor_events import (
     reasons_for_workers,
     worker_reason,
 )
+from clusterwatch.reporter.regular_read import open_regular
 
 FIXTURES = CONDOR_LOGS
 ALL_FIXTURES = sorted(FIXTURES.glob("*.log"))
@@ -244,7 +245,7 @@ def test_it_turns_an_unreadable_log_into_an_error(tmp_path: Path) -> None:
         "error": "cannot read condor event log: FileNotFoundError: No such file or directory",
     }
     assert worker_reason(str(tmp_path)) == {
-        "error": "cannot read condor event log: IsADirectoryError: Is a directory",
+        "error": "cannot read condor event log: NotRegularFile: not a regular file",
     }
 
 
@@ -382,11 +383,11 @@ def opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every file the module opens, in order."""
     seen: list[str] = []
 
-    def counting_open(path: str, *args: Any, **kwargs: Any) -> Any:
+    def counting_open(path: str) -> Any:
         seen.append(os.path.basename(path))
-        return open(path, *args, **kwargs)
+        return open_regular(path)
 
-    monkeypatch.setattr(condor_events, "open", counting_open, raising=False)
+    monkeypatch.setattr(condor_events, "open_regular", counting_open)
     return seen
 
 

@@ -80,9 +80,9 @@ def event_log_evidence(path: Optional[str],
     else:
         try:
             return slot_evidence(condor_events.read_events(path, max_bytes))
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
             problem = "cannot read the condor event log: {}: {}".format(
-                type(exc).__name__, exc.strerror or "unknown error")
+                type(exc).__name__, getattr(exc, "strerror", None) or exc or "unknown error")
     keys = ("slot_name", "slot_busy_s", "execute_s")
     out = {key: None for key in keys}  # type: Dict[str, Any]
     out.update({"return_value": None, "signal": None, "universe": None, "error": problem,

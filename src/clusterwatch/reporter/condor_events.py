@@ -10,6 +10,8 @@ import re
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
+from clusterwatch.reporter.regular_read import open_regular
+
 SOURCE_LOG = "condor_event_log"
 SOURCE_DIAG = "harvester_diag"
 SOURCE_NONE = "none"
@@ -192,7 +194,8 @@ def reason_from_events(events: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _read_tail(path: str, max_bytes: int) -> str:
-    with open(path, "rb") as handle:
+    # open_regular: a FIFO in a log's place must not hang the run holding the state lock.
+    with open_regular(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         start = max(0, size - max_bytes)
         handle.seek(start)
@@ -215,9 +218,9 @@ def worker_reason(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Dict[str, An
     """Why the condor job behind one worker ended, from the last `max_bytes` of its log."""
     try:
         text = _read_tail(path, max_bytes)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
         return {"error": "cannot read condor event log: {}: {}".format(
-            type(exc).__name__, exc.strerror or "unknown error")}
+            type(exc).__name__, getattr(exc, "strerror", None) or exc or "unknown error")}
     return reason_from_events(parse_events(text))
 
 

@@ -14,6 +14,8 @@ counts (the launcher's final word before it ran or refused). Python 3.6, standar
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
+from clusterwatch.reporter.regular_read import open_regular
+
 DEFAULT_STARTUP_PATTERN = r"\bstartup: queue=(?P<queue>\S+) host=(?P<host>\S+)"
 DEFAULT_LIFETIME_PATTERN = r"\blifetime: remaining=(?P<remaining>\d+)s required=(?P<required>\d+)s"
 STARTUP_GROUPS = ("queue", "host")
@@ -87,7 +89,7 @@ def parse_stderr(text: str, startup: Sequence["re.Pattern[str]"],
 def read_head(path: str, max_bytes: int = DEFAULT_HEAD_BYTES) -> str:
     """The first `max_bytes` of a file, decoded leniently (OSError if unreadable); a line cut
     at the limit is dropped so a half number is not read as a whole one."""
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:  # a FIFO in its place must not hang the run
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         data = data[:max_bytes]
@@ -105,9 +107,9 @@ def stderr_evidence(path: Optional[str], startup: Sequence["re.Pattern[str]"],
     else:
         try:
             return parse_stderr(read_head(path, max_bytes), startup, lifetime)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
             problem = "cannot read the launcher's stderr: {}: {}".format(
-                type(exc).__name__, exc.strerror or "unknown error")
+                type(exc).__name__, getattr(exc, "strerror", None) or exc or "unknown error")
     keys = ("execution_queue", "execution_host", "remaining_lifetime_s", "required_lifetime_s")
     out = {key: None for key in keys}  # type: Dict[str, Any]
     out["missing"] = {key: problem for key in keys}
