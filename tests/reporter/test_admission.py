@@ -189,3 +189,21 @@ def test_it_leaves_a_wall_time_out_when_the_clocks_say_it_ended_before_it_starte
     times = section["queues"][QUEUE]["refusal"]["times"]
     assert (times["recorded_wall_s"], times["recorded_wall_workers"]) == (0, 0)
     assert (times["slot_busy_s"], times["slot_busy_workers"]) == (240, 2)
+
+
+@pytest.mark.parametrize("damage", [{"missing": "x"}, {"missing": [1]}, {"errors": 5},
+                                    {"errors": {"a": 1}}])
+def test_it_rereads_a_cached_evidence_whose_parts_have_the_wrong_shape(
+        tree: dict[str, Any], damage: dict[str, Any]) -> None:
+    # A state.json edited or damaged in place: the section must not fail on it for the hour
+    # the worker stays in the window (a failed section keeps the old cache).
+    _, cache = build_section(WORKERS[-2:], tree, {}, AdmissionSettings())
+    for entry in cache.values():
+        entry["evidence"].update(damage)
+
+    section, repaired = build_section(WORKERS[-2:], tree, cache, AdmissionSettings())
+
+    assert section["read"]["records_read"] == 1  # the worker with files, read again
+    assert all(isinstance(entry["evidence"]["missing"], dict)
+               and isinstance(entry["evidence"]["errors"], list)
+               for entry in repaired.values())

@@ -72,6 +72,14 @@ def _path(worker: Dict[str, Any], name: str, queue_config: Dict[str, Any]) -> Op
     return condor_events.log_path_for(url, queue_config, queue) if url else None
 
 
+def _well_formed(entry: Any) -> bool:
+    """A cached entry the section can count; any other (a damaged or hand-edited state) is
+    read again instead of failing the section for the hour its worker stays in it."""
+    evidence = entry.get("evidence") if isinstance(entry, dict) else None
+    return isinstance(evidence, dict) and isinstance(evidence.get("missing"), dict) \
+        and isinstance(evidence.get("errors"), list)
+
+
 def evidence_for_workers(workers: List[Dict[str, Any]], queue_config: Dict[str, Any],
                          cache: Any, settings: AdmissionSettings
                          ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, str],
@@ -84,9 +92,8 @@ def evidence_for_workers(workers: List[Dict[str, Any]], queue_config: Dict[str, 
     wanted = []  # type: List[Tuple[str, Dict[str, Any]]]
     for worker in workers:
         key = str(worker.get("workerID"))
-        entry = old.get(key)
-        if isinstance(entry, dict) and isinstance(entry.get("evidence"), dict):
-            new_cache[key] = entry
+        if _well_formed(old.get(key)):
+            new_cache[key] = old[key]
         if key not in new_cache or not new_cache[key].get("complete"):
             wanted.append((key, worker))
     # Never read first, then incomplete ones; newest first within each (the list is).
