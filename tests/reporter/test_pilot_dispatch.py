@@ -277,3 +277,23 @@ def test_it_reads_each_file_once_for_every_queue_that_names_it(installed: Path) 
     assert sorted(reads) == sorted(set(reads))
     assert str(installed / "native_policy.sdf") in reads
     assert str(installed / "does-not-exist.sdf") in reads
+
+
+@pytest.mark.parametrize(("text", "kind", "images", "reason"), [
+    # {{tag}} renders as the literal text {tag}: the image is bound, exactly so.
+    ('+SingularityImage = "/cvmfs/eic_xl:{{tag}}"\n', "image_bound", ["/cvmfs/eic_xl:{tag}"],
+     "bound by +SingularityImage"),
+    ("container_image = /i/{{{{x}}}}.sif\n", "image_bound", ["/i/{{x}}.sif"],
+     "bound by container_image"),
+    # A placeholder with a conversion, a format spec or an index is still filled per worker.
+    ('+SingularityImage = "/i/{computingSite!s}.sif"\n', "unknown", [],
+     "+SingularityImage is a harvester placeholder, filled per worker"),
+    ("container_image = /i/{nCoreTotal:03d}.sif\n", "unknown", [],
+     "container_image is a harvester placeholder, filled per worker"),
+    ('+SingularityImage = "/i/{{{computingSite}}}.sif"\n', "unknown", [],
+     "+SingularityImage is a harvester placeholder, filled per worker"),
+])
+def test_it_tells_literal_braces_from_placeholders_in_a_binding(
+        tmp_path: Path, text: str, kind: str, images: list[str], reason: str) -> None:
+    found = pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)
+    assert (found["kind"], found["images"], found["reason"]) == (kind, images, reason)

@@ -7,8 +7,10 @@ not one of its placeholders raises KeyError (no pilot is submitted). HTCondor th
 line whose first non-blank character is `#`, joins a line ending in a backslash to the next,
 and takes keys case-insensitively. `+Attr = v` is `MY.Attr = v`.
 
-Rendering here leaves each placeholder as `{name}` (its value is per worker), so what a
-binding names is literal text or, when it holds a placeholder or a `$(macro)`, unresolved.
+Rendering here leaves each placeholder as `{name}` (its value is per worker) and keeps a
+literal brace doubled, so rendered text is still format text and a literal `{{tag}}` is never
+taken for a placeholder; `text` gives a value's literal text. What a binding names is literal
+text or, when it holds a placeholder or a `$(macro)`, unresolved.
 
 Python 3.6 compatible, standard library only (see the package docstring). Pure: text in,
 readings out.
@@ -71,7 +73,7 @@ def render(text: str) -> Tuple[str, Tuple[str, ...]]:
     out = []  # type: List[str]
     try:
         for literal, field, _spec, _conversion in string.Formatter().parse(kept):
-            out.append(literal)
+            out.append(literal.replace("{", "{{").replace("}", "}}"))  # kept literal
             if field is None:
                 continue
             name = re.split(r"[.\[]", field, maxsplit=1)[0]
@@ -112,10 +114,25 @@ def parse(text: str) -> Template:
     return Template(tuple(statements), placeholders)
 
 
+def _has_placeholder(value: str) -> bool:
+    try:
+        return any(field is not None for _l, field, _s, _c in string.Formatter().parse(value))
+    except ValueError:  # not from render (which keeps braces paired): not literal either
+        return True
+
+
+def text(value: str) -> str:
+    """A rendered value as the harvester writes it: literal braces single, each placeholder
+    as `{name}`."""
+    if _has_placeholder(value):
+        return value
+    return value.replace("{{", "{").replace("}}", "}")
+
+
 def _unresolved(value: str) -> Optional[str]:
-    if "$(" in value:
+    if "$(" in text(value):
         return "an HTCondor macro"
-    if re.search(r"\{[A-Za-z_]+\}", value):
+    if _has_placeholder(value):
         return "a harvester placeholder, filled per worker"
     return None
 
@@ -128,12 +145,12 @@ def bindings(template: Template) -> List[Binding]:
             literal = _STRING.match(value)
             why = _unresolved(value) or (None if literal else
                                          "an expression, not a quoted string")
-            image = literal.group(1) if literal and why is None else None
+            image = text(literal.group(1)) if literal and why is None else None
             found.append(Binding(prefix + "SingularityImage", image or None,
                                  why or (None if image else "an empty string")))
         elif key == CONTAINER_IMAGE and not prefix:
             why = _unresolved(value) or (None if value else "empty")
-            found.append(Binding(CONTAINER_IMAGE, None if why else value.strip('"'), why))
+            found.append(Binding(CONTAINER_IMAGE, None if why else text(value.strip('"')), why))
     return found
 
 
@@ -155,7 +172,7 @@ def environment(template: Template) -> Tuple[Dict[str, str], Optional[str]]:
     found = {}  # type: Dict[str, str]
     for word in words:
         name, _, setting = word.partition("=")
-        found[name.strip()] = setting
+        found[text(name.strip())] = text(setting)
     return found, None
 
 
@@ -169,7 +186,7 @@ def attribute_string(template: Template, name: str) -> Tuple[Optional[str], Opti
     why = _unresolved(values[-1])
     if why is not None or not literal:
         return None, "{} is {}".format(name, why or "not a quoted string")
-    return literal.group(1), None
+    return text(literal.group(1)), None
 
 
 def launcher_paths(template: Template, executable_file: Optional[str]
@@ -185,9 +202,11 @@ def launcher_paths(template: Template, executable_file: Optional[str]
     for path in listed:
         if not path:
             continue
-        if executable_file is not None:
-            path = path.replace("{executableFile}", executable_file)
+        if executable_file is not None:  # its braces kept doubled, as render keeps them
+            path = path.replace("{executableFile}",
+                                executable_file.replace("{", "{{").replace("}", "}}"))
         why = _unresolved(path)
+        path = text(path)
         if why is None and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path):
             why = "a URL"
         if why is not None:
