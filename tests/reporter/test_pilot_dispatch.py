@@ -297,3 +297,13 @@ def test_it_tells_literal_braces_from_placeholders_in_a_binding(
         tmp_path: Path, text: str, kind: str, images: list[str], reason: str) -> None:
     found = pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)
     assert (found["kind"], found["images"], found["reason"]) == (kind, images, reason)
+
+
+def test_it_ignores_what_is_written_after_the_queue_statement(tmp_path: Path) -> None:
+    # HTCondor submits the job at `queue`: a binding after it binds no job the harvester sends.
+    text = 'universe = vanilla\nQueue 1\n+SingularityImage = "/after.sif"\n'
+    found = pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)
+    assert (found["kind"], found["images"], found["reason"]) == ("unknown", [], NOT_BOUND)
+    bound = pilot_dispatch_for(write_queue(tmp_path, '+SingularityImage = "/i.sif"\nqueue\n'),
+                               read, NOW)
+    assert (bound["kind"], bound["images"]) == ("image_bound", ["/i.sif"])

@@ -39,6 +39,7 @@ IMAGE_ATTRIBUTE = "singularityimage"
 CONTAINER_IMAGE = "container_image"
 _KEY = re.compile(r"^\s*(\+|my\.)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s?(.*)$", re.IGNORECASE)
 _STRING = re.compile(r'^"([^"\\]*)"$')
+_QUEUE = re.compile(r"^\s*queue(\s|$)", re.IGNORECASE)
 
 
 class TemplateError(ValueError):
@@ -107,6 +108,8 @@ def parse(text: str) -> Template:
     for line in lines:
         if line.lstrip().startswith("#"):
             continue
+        if _QUEUE.match(line):  # the job is submitted here: later lines bind no job of it
+            break
         found = _KEY.match(line)
         if found:
             prefix = (found.group(1) or "").upper()
