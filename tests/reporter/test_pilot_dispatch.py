@@ -307,3 +307,22 @@ def test_it_ignores_what_is_written_after_the_queue_statement(tmp_path: Path) ->
     bound = pilot_dispatch_for(write_queue(tmp_path, '+SingularityImage = "/i.sif"\nqueue\n'),
                                read, NOW)
     assert (bound["kind"], bound["images"]) == ("image_bound", ["/i.sif"])
+
+
+@pytest.mark.parametrize("tail", [
+    'EPICPROD_LAUNCHER_FEATURES="container-launch"\n',
+    "export EPICPROD_LAUNCHER_FEATURES=\n",
+    "unset EPICPROD_LAUNCHER_FEATURES\n",
+])
+def test_it_takes_the_launchers_last_word_on_its_features(tmp_path: Path, tail: str) -> None:
+    # The shell keeps the last assignment: a launcher that withdraws the declaration later
+    # does not omit the filter, so its queue must not read as unrestricted.
+    launcher = tmp_path / "l.sh"
+    launcher.write_text('EPICPROD_LAUNCHER_FEATURES="omit-dispatch-image-filter"\n' + tail)
+    text = (f"transfer_input_files = {launcher}\n"
+            'environment = "EPICPROD_PER_JOB_DISPATCH=1 EPICPROD_CONTAINER_LAUNCH=1"\n')
+    found = pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)
+    assert found["kind"] == "unknown"
+    assert "no transferred launcher declares omit-dispatch-image-filter" in found["reason"]
+    launcher.write_text(tail + 'EPICPROD_LAUNCHER_FEATURES="omit-dispatch-image-filter"\n')
+    assert pilot_dispatch_for(write_queue(tmp_path, text), read, NOW)["kind"] == "unrestricted"

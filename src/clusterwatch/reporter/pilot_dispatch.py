@@ -37,8 +37,9 @@ ALRB_MARKERS = (("setupATLAS -c", re.compile(r"\bsetupATLAS[ \t]+(?:\S+[ \t]+)*?
                 ("atlasLocalSetup.sh -c",
                  re.compile(r"atlasLocalSetup\.sh[ \t]+(?:\S+[ \t]+)*?-c\b")),
                 ("ALRB_CONT_RUNPAYLOAD", re.compile(r"\bALRB_CONT_RUNPAYLOAD\b")))
-_FEATURES = re.compile(r"^\s*(?:export\s+)?" + FEATURES_VARIABLE + r"=[\"']?([^\"'\n]*)",
-                       re.MULTILINE)
+# An assignment (its words) or an unset (no words), in file order: the shell keeps the last.
+_FEATURES = re.compile(r"^\s*(?:(?:export\s+)?" + FEATURES_VARIABLE + r"=[\"']?([^\"'\n]*)|"
+                       r"unset\s+" + FEATURES_VARIABLE + r"\s*$)", re.MULTILINE)
 ReadFile = Callable[[str], bytes]
 
 
@@ -63,8 +64,8 @@ def _alrb_marker(text: str) -> Optional[str]:
 
 
 def _omits_filter(text: str) -> bool:
-    return any(OMIT_FILTER in value.replace(",", " ").split()
-               for value in _FEATURES.findall(text))
+    words = _FEATURES.findall(_code_lines(text))
+    return bool(words) and OMIT_FILTER in words[-1].replace(",", " ").split()
 
 
 def _launchers(template: submit_template.Template, settings: Mapping[str, Any],
