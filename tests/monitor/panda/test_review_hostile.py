@@ -103,3 +103,27 @@ def test_it_takes_every_sslmode_libpq_knows() -> None:
         database = panda_database({"CLUSTERWATCH_PANDA_DATABASE_URL":
                                    f"postgresql://u@h/d?sslmode={mode}"})
         assert database is not None and database.options == {"sslmode": mode}
+
+
+@pytest.mark.parametrize("options", [
+    ("--harvester-id", "a\tb", "--queue-config", "q.json"),
+    ("--harvester-id", "h" * 51, "--queue-config", "q.json"),
+    ("--harvester-id", "h", "--iri-url", "http://127.0.0.1/api/v1", "--iri-resource", "cfs",
+     "--iri-path", "/q.json", "--iri-token-file", "token"),
+    ("--harvester-id", "h", "--iri-url", "https://127.0.0.1/api/v1", "--iri-resource", "cfs",
+     "--iri-path", "q.json", "--iri-token-file", "token"),
+])
+def test_it_refuses_to_register_a_remote_key_the_builder_would_refuse(
+        tmp_path: Path, options: tuple[str, ...]) -> None:
+    # They were registered (exit 0) and the timer then failed every five minutes with 78.
+    env = _environ(tmp_path)
+    migrated = subprocess.run([CLUSTERWATCH, "monitor", "migrate"], env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert migrated.returncode == 0, migrated.stderr
+    done = subprocess.run([CLUSTERWATCH, "monitor", "register_harvester", "perlmutter-harvester",
+                           "--remote", *options], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    listed = subprocess.run([CLUSTERWATCH, "monitor", "list_harvesters"], env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert "perlmutter-harvester" not in listed.stdout

@@ -62,6 +62,14 @@ def base_url_problem(url: str) -> Optional[str]:
 
 def check_view_settings(base_url: str, resource_id: str, path: str, token: str) -> None:
     """Raise ConfigError for the first setting that no view request could be made with."""
+    check_view_target(base_url, resource_id, path)
+    problem = token_problem(token)
+    if problem:
+        raise ConfigError(f"{TOKEN_SETTING}: the token {problem}")
+
+
+def check_view_target(base_url: str, resource_id: str, path: str) -> None:
+    """check_view_settings without the token: what register_harvester can check up front."""
     problem = base_url_problem(base_url)
     if problem:
         raise ConfigError(f"{URL_SETTING}: {problem}")
@@ -69,6 +77,3 @@ def check_view_settings(base_url: str, resource_id: str, path: str, token: str) 
         raise ConfigError("--iri-resource: give the resource's id (e.g. a UUID or 'cfs')")
     if not path.startswith("/") or not path.isprintable():
         raise ConfigError("--iri-path: give the file's absolute path at NERSC")
-    problem = token_problem(token)
-    if problem:
-        raise ConfigError(f"{TOKEN_SETTING}: the token {problem}")

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from clusterwatch.errors import ConfigError, RunError
 from clusterwatch.monitor.panda.iri_client import view_file
 from clusterwatch.monitor.panda.iri_errors import IriError
-from clusterwatch.monitor.panda.iri_settings import check_view_settings, read_token_file
+from clusterwatch.monitor.panda.iri_settings import check_view_target, read_token_file
 from clusterwatch.monitor.panda.panda_db import read_server_rows
 from clusterwatch.monitor.panda.panda_settings import URL_SETTING, panda_database
 from clusterwatch.monitor.panda.remote_limits import QueueConfig
@@ -77,6 +77,16 @@ def iri_source(url: Optional[str], resource: Optional[str], path: Optional[str],
                       "together: give all four")
 
 
+def check_builder(harvester_id: str, iri: Optional[IriSource]) -> None:
+    """ConfigError for a harvester id or IRI target no run could use (the token aside, which
+    is read at each run): build checks them, and register_harvester before keeping them."""
+    if not harvester_id.strip() or not harvester_id.isprintable() or len(harvester_id) > 50:
+        raise ConfigError("--harvester-id: give the harvester's id (at most 50 characters), "
+                          "e.g. Perlmutter_test_1")
+    if iri is not None:
+        check_view_target(iri.url, iri.resource, iri.path)
+
+
 @dataclass(frozen=True)
 class Outcome:
     record: dict[str, Any]
@@ -95,16 +105,13 @@ def build(environ: Mapping[str, str], key: str, harvester_id: str,
                           "server's database")
     if not valid_key(key):
         raise ConfigError(f"--key: {key[:80]!r} is not a valid key (letters, digits, . _ -)")
-    if not harvester_id.strip() or not harvester_id.isprintable() or len(harvester_id) > 50:
-        raise ConfigError("--harvester-id: give the harvester's id (at most 50 characters), "
-                          "e.g. Perlmutter_test_1")
+    check_builder(harvester_id, iri)
     if (queue_file is None) == (iri is None):
         raise ConfigError("give the queue configuration as --queue-config FILE, or as "
                           "--iri-url, --iri-resource, --iri-path and --iri-token-file")
     token = ""
     if iri is not None:
         token = read_token_file(iri.token_file)
-        check_view_settings(iri.url, iri.resource, iri.path, token)
     started = time.monotonic()
     when = now or dt.datetime.now(dt.timezone.utc)
     if queue_file is not None:

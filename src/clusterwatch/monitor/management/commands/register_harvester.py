@@ -3,7 +3,7 @@ FILE | --iri-url URL --iri-resource ID --iri-path PATH --iri-token-file FILE)]] 
 add a key to the harvester registry (`clusterwatch.monitor.registry`), for a remote key with
 what `remote_harvester_report --registered` builds its record from. Registering a key again
 replaces its entry (its registration time stays). Exit 0 added or updated, 2 a bad key or
-options that do not go together."""
+options that do not go together or that the builder would refuse."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.monitor import registry
-from clusterwatch.monitor.panda.remote_report import add_builder_arguments, iri_source
+from clusterwatch.monitor.panda.remote_report import (
+    add_builder_arguments,
+    check_builder,
+    iri_source,
+)
 
 
 class Command(BaseCommand):
@@ -54,4 +58,5 @@ def _builder(options: dict[str, Any]) -> registry.Builder:
     if not given.harvester_id or (iri is None) == (not given.queue_config):
         raise ValueError("a remote key's builder needs --harvester-id ID and either "
                          "--queue-config FILE or the four --iri-* options")
+    check_builder(given.harvester_id, iri)  # as the timer's run would refuse them (a 78)
     return given
