@@ -13,7 +13,7 @@ Python 3.6 compatible, standard library only (see the package docstring).
 """
 
 import json
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from clusterwatch.reporter.regular_read import NotRegularFile, open_regular
 
@@ -74,24 +74,41 @@ def decode_queue_config(data: bytes, source: str, max_bytes: int = MAX_BYTES) ->
     if not isinstance(document, dict):
         raise QueueConfigError(
             f"queue configuration {source} is {json_kind(document)}, not an object of queues")
-    if _deeper_than(document, MAX_DEPTH):  # the template merge copies values recursively
-        raise QueueConfigError(
-            f"queue configuration {source} is not usable JSON: nested too deeply")
+    problem = _unstorable(document, MAX_DEPTH)
+    if problem:
+        raise QueueConfigError(f"queue configuration {source} {problem}")
     return document
 
 
-def _deeper_than(document: Any, limit: int) -> bool:
-    """Whether `document` nests containers more than `limit` levels; a loop, not recursion,
-    so the check itself cannot run out of stack."""
+def _unstorable(document: Any, limit: int) -> Optional[str]:
+    """Why `document` cannot go into a record, or None: containers nested over `limit` levels
+    (the template merge copies values recursively), or a string holding a NUL or a lone
+    surrogate (valid JSON escapes that PostgreSQL refuses, and so does ingest). A loop, not
+    recursion, so the check itself cannot run out of stack."""
     pending = [(document, 1)]
     while pending:
         value, depth = pending.pop()
-        if isinstance(value, (dict, list)):
-            if depth > limit:
-                return True
-            children = value.values() if isinstance(value, dict) else value
-            pending.extend((child, depth + 1) for child in children)
-    return False
+        if depth > limit:
+            return "is not usable JSON: nested too deeply"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, item in items:
+            for text in (name, item):
+                if isinstance(text, str) and not _storable(text):
+                    return ("holds a NUL character or a lone surrogate (\\u0000, \\ud800): "
+                            "no record can store it")
+            if isinstance(item, (dict, list)):
+                pending.append((item, depth + 1))
+    return None
+
+
+def _storable(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def json_kind(value: Any) -> str:

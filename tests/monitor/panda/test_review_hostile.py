@@ -127,3 +127,24 @@ def test_it_refuses_to_register_a_remote_key_the_builder_would_refuse(
     listed = subprocess.run([CLUSTERWATCH, "monitor", "list_harvesters"], env=env,
                             capture_output=True, text=True, timeout=120, check=False)
     assert "perlmutter-harvester" not in listed.stdout
+
+
+@pytest.mark.parametrize("escape", ["\\u0000", "\\ud800", "\\udfff"])
+@pytest.mark.parametrize("where", ["name", "value"])
+def test_it_refuses_a_queue_config_holding_a_string_no_database_stores(escape: str,
+                                                                       where: str) -> None:
+    # Valid JSON, but PostgreSQL refuses a NUL or a lone surrogate in a record: ingest refuses
+    # a posted record holding one (400 unstorable), and the remote builder stored it as is.
+    name, value = ("Q" + escape, "online") if where == "name" else ("Q", "on" + escape)
+    text = '{"' + name + '": {"queueStatus": "' + value + '"}}'
+    with pytest.raises(QueueConfigError, match=r"^queue configuration q holds a NUL character "
+                                               r"or a lone surrogate"):
+        decode_queue_config(text.encode("ascii"), "q")
+    assert decode_queue_config(b'{"Q": {"note": "\\u00e9\\ud83d\\ude00"}}', "q")
+
+
+def test_it_stores_no_nul_from_a_queue_config(tmp_path: Path) -> None:
+    path = tmp_path / "panda_queueconfig.json"
+    path.write_bytes(b'{"Q\\u0000x": {"queueStatus": "online"}}')
+    failed = _from_file(str(path))
+    assert isinstance(failed, SourceFailed) and "\x00" not in failed.reason
