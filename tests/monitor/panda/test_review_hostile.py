@@ -10,14 +10,17 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from clusterwatch.errors import RunError
+from clusterwatch.monitor.models import HostReport
 from clusterwatch.monitor.panda.iri_client import view_file
 from clusterwatch.monitor.panda.iri_errors import IriError
 from clusterwatch.monitor.panda.panda_settings import panda_database
-from clusterwatch.monitor.panda.remote_report import _from_file
+from clusterwatch.monitor.panda.remote_report import _from_file, store
 from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.notify.http import HttpResponse
 from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
 from tests.monitor.panda.test_remote_harvester_report import CLUSTERWATCH, _environ
+from tests.monitor.records import KEY, example
 
 
 @pytest.fixture
@@ -148,3 +151,16 @@ def test_it_stores_no_nul_from_a_queue_config(tmp_path: Path) -> None:
     path.write_bytes(b'{"Q\\u0000x": {"queueStatus": "online"}}')
     failed = _from_file(str(path))
     assert isinstance(failed, SourceFailed) and "\x00" not in failed.reason
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", ["a\x00b", "a\ud800b", float("inf")])
+def test_it_refuses_to_store_a_built_record_ingest_would_refuse(bad: Any) -> None:
+    # A value from the PanDA database (a metrics document, a message) that ingest refuses in a
+    # POST (400: NUL, lone surrogate, infinity) was stored as is by the remote builder: SQLite
+    # took it, PostgreSQL would not.
+    record = example()
+    record["harvester_db"]["service_metrics"] = {"error": "x", "by_host": {"n1": bad}}
+    with pytest.raises(RunError, match=r"^the record was refused: "):
+        store(KEY, record, 1000)
+    assert not HostReport.objects.filter(key=KEY).exists()

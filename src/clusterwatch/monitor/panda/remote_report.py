@@ -13,6 +13,7 @@ check, the clock horizon, then `store_record` (history, the "latest" rule, the p
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -128,10 +129,13 @@ def build(environ: Mapping[str, str], key: str, harvester_id: str,
 def store(key: str, record: dict[str, Any], size_bytes: int) -> bool:
     """Stores `record` as ingest would; whether it became the key's latest."""
     from clusterwatch.monitor import sqlite_tuning
-    from clusterwatch.monitor.ingest import horizon, store, validation
+    from clusterwatch.monitor.ingest import body, horizon, store, validation
     from clusterwatch.monitor.ingest.errors import Rejection
 
     try:
+        # A POST's body checks too: values from the PanDA database (a metrics document) may
+        # hold what the schema allows but no database stores (NUL, a lone surrogate, inf).
+        body.parse_object(json.dumps(record).encode("ascii"))
         horizon.check_not_ahead(validation.check_record(record, key))
     except Rejection as refused:  # the builder's fault, not the operator's
         raise RunError(f"the record was refused: {refused.error}: {refused.detail}") from None
