@@ -15,6 +15,7 @@ from clusterwatch.monitor.models import HostReport
 from clusterwatch.monitor.panda.iri_client import view_file
 from clusterwatch.monitor.panda.iri_errors import IriError
 from clusterwatch.monitor.panda.panda_settings import panda_database
+from clusterwatch.monitor.panda.remote_metrics import parse_metrics
 from clusterwatch.monitor.panda.remote_report import _from_file, store
 from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.notify.http import HttpResponse
@@ -164,3 +165,12 @@ def test_it_refuses_to_store_a_built_record_ingest_would_refuse(bad: Any) -> Non
     with pytest.raises(RunError, match=r"^the record was refused: "):
         store(KEY, record, 1000)
     assert not HostReport.objects.filter(key=KEY).exists()
+
+
+@pytest.mark.parametrize("text", ['{"a": "\\u0000"}', '{"a": "\\udc00"}', '{"a": Infinity}',
+                                  '{"a": NaN}', '{"a": ' + "[" * 100 + "]" * 100 + "}"])
+def test_it_makes_metrics_no_record_could_store_that_node_s_error(text: str) -> None:
+    # Valid to json.loads, refused by ingest: the whole record was then refused at each run.
+    parsed = parse_metrics(text)
+    assert set(parsed) == {"error"} and parsed["error"].startswith("not usable JSON")
+    assert parse_metrics('{"a": 1.5, "b": "\\u00e9"}') == {"a": 1.5, "b": "\u00e9"}

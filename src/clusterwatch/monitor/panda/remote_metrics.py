@@ -15,6 +15,8 @@ import datetime as dt
 import json
 from typing import Any, Optional
 
+from clusterwatch.monitor.ingest.body import parse_object
+from clusterwatch.monitor.ingest.errors import Rejection
 from clusterwatch.monitor.panda.remote_times import latest_per, seconds, server_time, utc_text
 from clusterwatch.monitor.panda.server_rows import MetricsRow, Rows, SourceFailed
 from clusterwatch.reporter.queue_config_file import json_kind
@@ -54,4 +56,9 @@ def parse_metrics(text: Optional[str]) -> Any:
         return {"error": "not usable JSON"}
     if not isinstance(value, dict):
         return {"error": f"{json_kind(value)}, not an object of metrics"}
+    try:  # ingest's body checks: a NUL, a lone surrogate, NaN or deep nesting in here would
+        # have the whole record refused at each run, not only this login node's metrics
+        parse_object(json.dumps(value).encode("ascii"))
+    except Rejection as refused:
+        return {"error": f"not usable JSON: {refused.detail}"}
     return value
