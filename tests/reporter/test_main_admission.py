@@ -136,6 +136,9 @@ def test_it_makes_a_database_it_cannot_read_the_sections_error(
 
 
 @pytest.mark.parametrize("bad", [["--refusal-exit-codes", "7x"], ["--refusal-exit-codes", ""],
+                                 ["--refusal-exit-codes", "-1"], ["--refusal-exit-codes", "256"],
+                                 ["--refusal-exit-codes", "73,99999999999999999999"],
+                                 ["--refusal-exit-codes", "\u0667\u0663"],  # Arabic-Indic 73
                                  ["--startup-pattern", "(?P<node>x)"],
                                  ["--lifetime-pattern", "("]])
 def test_it_exits_64_with_one_line_on_a_bad_admission_option(

@@ -1,12 +1,14 @@
 """Whole reporter runs for telemetry 1.6/1.7: `queue_status` with each queue's pilot dispatch
 from the template-merged fixture configuration, through the built zipapp and the system
-python3, and `--image-state-max-age-s`."""
+python3 and on Python 3.6 (the harvester hosts' 3.6.8), and `--image-state-max-age-s`."""
 
 from __future__ import annotations
 
 import calendar
+import glob
 import hashlib
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from clusterwatch.reporter import main as reporter_main
+from tests.components import unavailable
 
 from .test_build import app  # noqa: F401 - the module's built zipapp
 from .test_main import validate
@@ -45,10 +48,21 @@ def seconds(text: str) -> int:
     return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 
 
+def python_3_6() -> str:
+    """The harvester hosts' Python: pyenv's 3.6 on these machines (a missing one fails CI)."""
+    found = sorted(glob.glob("/root/.pyenv/versions/3.6.*/bin/python3.6")) or [
+        path for path in (shutil.which("python3.6"),) if path]
+    if not found:
+        unavailable("no Python 3.6 interpreter (pyenv's 3.6.x or python3.6 on PATH)")
+    return found[-1]
+
+
+@pytest.mark.parametrize("python", ["system", "3.6"])
 def test_it_prints_the_exact_queue_status_through_the_built_zipapp(
-        installed: Path, app: Path) -> None:  # noqa: F811 - fixtures
+        installed: Path, app: Path, python: str) -> None:  # noqa: F811 - fixtures
+    interpreter = SYSTEM_PYTHON if python == "system" else python_3_6()
     stamp = fresh_state(installed, time.time())
-    done = subprocess.run([SYSTEM_PYTHON, str(app), *args(installed)], capture_output=True,
+    done = subprocess.run([interpreter, str(app), *args(installed)], capture_output=True,
                           text=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"},
                           cwd=installed)
     assert done.returncode == 0, done.stderr

@@ -6,6 +6,7 @@ Python 3.6 compatible, standard library only (see the package docstring).
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -158,8 +159,9 @@ def _admission_settings(args: Any) -> Any:
     from clusterwatch.reporter.admission_collect import AdmissionSettings
 
     codes = [c.strip() for c in args.refusal_exit_codes.split(",") if c.strip()]
-    if not codes or not all(c.lstrip("-").isdigit() for c in codes):
-        raise ValueError("--refusal-exit-codes must be comma-separated integers")
+    # A native exit code is 0-255; str.isdigit would also take other scripts' digits.
+    if not codes or not all(re.match(r"[0-9]{1,3}\Z", c) and int(c) <= 255 for c in codes):
+        raise ValueError("--refusal-exit-codes must be comma-separated exit codes, 0 to 255")
     return AdmissionSettings(
         [int(c) for c in codes],
         args.startup_pattern or [launcher_stderr.DEFAULT_STARTUP_PATTERN],
