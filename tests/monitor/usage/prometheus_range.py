@@ -41,6 +41,12 @@ class RangePrometheus(LoopbackHTTPServer):
         with self._lock:
             self._series.append((metric, dict(labels), sorted((at, float(v)) for at, v in scrapes)))
 
+    def forget_before(self, at: float) -> None:
+        """Retention: every scrape older than `at` is dropped, as Prometheus' are."""
+        with self._lock:
+            self._series = [(name, labels, [s for s in scrapes if s[0] >= at])
+                            for name, labels, scrapes in self._series]
+
     def fail_with(self, status: int, body: bytes, delay: float = 0.0) -> None:
         with self._lock:
             self._failure = ScriptedResponse(status, body, _JSON, delay)
@@ -65,7 +71,7 @@ class RangePrometheus(LoopbackHTTPServer):
         match = _QUERY.fullmatch(query)
         assert match, f"the fake does not evaluate {query!r}"
         function, metric, jobid, window = match.groups()
-        rows = []
+        rows: list[dict[str, object]] = []
         for name, labels, scrapes in self._series:
             if name != metric or labels.get("jobid") != jobid:
                 continue

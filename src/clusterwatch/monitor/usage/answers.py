@@ -8,7 +8,8 @@ message. `report_or_answer` gives a view either the report or the answer to send
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Union
+from collections.abc import Set
+from typing import Any, Callable, Optional, Union
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import patch_cache_control
@@ -43,14 +44,15 @@ def json_error(status: int, message: str) -> JsonResponse:
     return JsonResponse({"error": message}, status=status)
 
 
-def fetch_report(request: HttpRequest, jobid: str, *, with_series: bool) -> UsageReport:
-    """The report for the asker of `request`, or a Refusal."""
+def fetch_report(request: HttpRequest, jobid: str, *, with_series: bool,
+                 series_keys: Optional[Set[str]] = None) -> UsageReport:
+    """The report for the asker of `request`, or a Refusal. `series_keys`: load_report's."""
     user = asker(request)
     if user is None:
         raise Refusal(403, LOGIN_NEEDED)
     try:
         return load_report(jobid, with_series=with_series,
-                           visible=visibility(user, get_config()))
+                           visible=visibility(user, get_config()), series_keys=series_keys)
     except InvalidJobId as exc:
         raise Refusal(400, str(exc)) from None
     except UnknownJob:

@@ -58,7 +58,7 @@ class PlotMetric:
     title: str
     quantity: str  # the y axis label, before its unit
     scale: plot_units.Scaler
-    keys: tuple[str, ...]  # the JobSeries keys it reads
+    keys: tuple[str, ...]  # every JobSeries key its curves read: all a plot fetches
     counter: bool  # its curves are rates or totals of counters
     missing: str  # why it is often not measured, in plain words
     curves: Curves
@@ -155,7 +155,8 @@ METRICS: dict[str, PlotMetric] = {m.name: m for m in (
                _combined(_total("total", "cpu_seconds"), _total("user", "cpu_user_seconds"),
                          _total("system", "cpu_system_seconds")), _cpu_time_allocation),
     PlotMetric("memory", "Memory", "memory", plot_units.binary_bytes,
-               ("memory_rss_bytes", "memory_cache_bytes", "memory_usage_bytes"), False,
+               ("memory_rss_bytes", "memory_shmem_bytes", "memory_cache_bytes",
+                "memory_usage_bytes"), False,
                "the exporter reported no memory figures",
                _combined(_memory_own, _total("page cache", "memory_cache_bytes"),
                          _total("cgroup usage", "memory_usage_bytes")),
@@ -211,6 +212,12 @@ def resolve_metric(name: str) -> str:
     if name in ALIASES:
         return ALIASES[name]
     raise UnknownMetric(name)
+
+
+def series_keys(name: str) -> frozenset[str]:
+    """The series the plot of `name` (ours or the original's) reads, and so all that a plot
+    of a kept job asks Prometheus for; UnknownMetric for anything else."""
+    return frozenset(METRICS[resolve_metric(name)].keys)
 
 
 def metric_curves(metric: PlotMetric, series: JobSeries) -> tuple[Curve, ...]:

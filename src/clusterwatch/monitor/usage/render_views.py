@@ -19,7 +19,7 @@ from django.views.decorators.http import require_safe
 from clusterwatch.monitor.usage import rendered
 from clusterwatch.monitor.usage.answers import Refusal, fetch_report, kept_private
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
-from clusterwatch.monitor.usage.plot_metrics import UnknownMetric, resolve_metric
+from clusterwatch.monitor.usage.plot_metrics import UnknownMetric, series_keys
 from clusterwatch.monitor.usage.render_cache import RenderCache
 
 View = Callable[..., HttpResponse]
@@ -61,10 +61,12 @@ def pie(request: HttpRequest, jobid: str) -> HttpResponse:
 @drawing
 def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
     try:
-        resolve_metric(metric)  # a bad name is refused before any source is asked
+        keys = series_keys(metric)  # a bad name is refused before any source is asked
     except UnknownMetric as exc:
         raise Refusal(400, str(exc)) from None
-    report = fetch_report(request, jobid, with_series=True)
+    # A kept job's plot reads only its metric's series (its cache key hashes those); a job
+    # not kept yet reads all of them, for the analysis its document comes from.
+    report = fetch_report(request, jobid, with_series=True, series_keys=keys)
     body = rendered.plot_png(_cache(), report.document, report.series, metric,
                              report.series_note)
     return HttpResponse(body, content_type="image/png")

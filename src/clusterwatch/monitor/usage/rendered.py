@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Optional
 
 from clusterwatch.monitor.usage.pdf import render_pdf
-from clusterwatch.monitor.usage.plot_metrics import resolve_metric
+from clusterwatch.monitor.usage.plot_metrics import resolve_metric, series_keys
 from clusterwatch.monitor.usage.plots import render_pie, render_plot
 from clusterwatch.monitor.usage.render_cache import RenderCache, RenderKey, render_key
 from clusterwatch.monitor.usage.series import JobSeries
@@ -18,8 +18,12 @@ from clusterwatch.monitor.usage.summary_json import UsageDocument
 def plot_png(cache: Optional[RenderCache], document: UsageDocument,
              series: Optional[JobSeries], metric: str,
              series_note: Optional[str] = None) -> bytes:
-    """UnknownMetric before anything is drawn; an alias and our name share one file."""
+    """UnknownMetric before anything is drawn; an alias and our name share one file.
+    The plot and its key see the metric's series alone: a job's first view reads all of
+    them (it is analysed), later ones only these, and both must find the same file."""
     name = resolve_metric(metric)
+    if series is not None:
+        series = series.only(series_keys(name))
     key = render_key("plot", document, series, name, series_note)
     return _through(cache, key, lambda: render_plot(document, series, name, series_note))
 

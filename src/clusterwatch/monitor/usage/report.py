@@ -9,7 +9,7 @@ that the series are gone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, cast
@@ -64,9 +64,13 @@ class UsageReport:
 def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visibility] = None,
                 config: Optional[UsageConfig] = None, source: Optional[Accounting] = None,
                 now: Optional[datetime] = None,
-                fetch: FetchSeries = fetch_job_series) -> UsageReport:
+                fetch: FetchSeries = fetch_job_series,
+                series_keys: Optional[Set[str]] = None) -> UsageReport:
     """The report of `jobid`. InvalidJobId, UnknownJob (NotVisible when `visible` refuses),
-    AccountingFailed/AccountingConfigError, MetricsUnavailable."""
+    AccountingFailed/AccountingConfigError, MetricsUnavailable.
+
+    `series_keys`: of a kept job, only these series are read (None: all; one plot needs one
+    to four). A job not kept yet reads them all whatever it says: its analysis needs them."""
     config = config or get_config()
     now = now or timezone.now()
     check_jobid(jobid)
@@ -84,7 +88,7 @@ def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visib
     _check_visible(visible, document["user"], document["account"], jobid)
     if not with_series:
         return UsageReport(document, None, None, kept=True)
-    series, note = _series_of_kept(document, config, fetch)
+    series, note = _series_of_kept(document, config, fetch, series_keys)
     return UsageReport(document, series, note, kept=True)
 
 
@@ -149,7 +153,8 @@ def _keep(job: JobRecord, document: UsageDocument) -> None:
 
 
 def _series_of_kept(document: Mapping[str, Any], config: UsageConfig,
-                    fetch: FetchSeries) -> tuple[Optional[JobSeries], Optional[str]]:
+                    fetch: FetchSeries, keys: Optional[Set[str]]
+                    ) -> tuple[Optional[JobSeries], Optional[str]]:
     start, end = _moment(document.get("start")), _moment(document.get("end"))
     if not document.get("measured") or start is None or end is None:
         notes = document.get("notes") or [SERIES_NOT_MEASURED]
@@ -158,7 +163,7 @@ def _series_of_kept(document: Mapping[str, Any], config: UsageConfig,
         series = fetch(config.prometheus_url,
                        str(document.get("jobid_raw") or document["jobid"]), start, end,
                        scrape_interval_s=config.scrape_interval_s,
-                       timeout_s=config.prometheus_timeout_s)
+                       timeout_s=config.prometheus_timeout_s, keys=keys)
     except PrometheusError as exc:
         return None, (f"Prometheus is unavailable ({exc.kind}), so the plots cannot be drawn "
                       "now; the figures were kept when the job ended.")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Optional
 
@@ -75,6 +75,10 @@ class JobSeries:
         found = tuple(s for s in self.series.get(key, ()) if s.points)
         return found or None
 
+    def only(self, keys: Set[str]) -> JobSeries:
+        """These series alone, on the same grid: what one plot reads."""
+        return replace(self, series={k: v for k, v in self.series.items() if k in keys})
+
 
 def choose_step(duration_s: float, scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S,
                 max_points: int = DEFAULT_MAX_POINTS) -> float:
@@ -95,16 +99,21 @@ def fetch_job_series(base_url: str, jobid: str, start: datetime, end: datetime, 
                      scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S,
                      max_points: int = DEFAULT_MAX_POINTS,
                      timeout_s: float = DEFAULT_TIMEOUT_S,
-                     http: HttpRequest = request) -> JobSeries:
-    """Every series of SPECS for the job between `start` and `end` (for a running job: now).
+                     http: HttpRequest = request,
+                     keys: Optional[Set[str]] = None) -> JobSeries:
+    """The series of SPECS for the job between `start` and `end` (for a running job: now):
+    every one, or those whose key is in `keys` (one plot reads one to four of the 18; each is
+    a range query). The scrape count (`samples`) is always read: it tells a job whose series
+    retention dropped from one that never had the ones asked for.
 
     PrometheusError when Prometheus is down, slow or answers garbage: the caller says so
     instead of showing a job that used nothing. The queries share one deadline, `timeout_s`:
-    19 of them, each allowed the whole, would hold a page past the server's worker timeout.
+    up to 19 of them, each allowed the whole, would hold a page past the server's worker timeout.
     """
     try:
+        chosen = SPECS if keys is None else tuple(s for s in SPECS if s.key in keys)
         return _fetch(base_url, jobid, start, end, scrape_interval_s, max_points,
-                      _Deadline(timeout_s), http)
+                      _Deadline(timeout_s), http, chosen)
     except PrometheusError as exc:
         if exc.kind != "timeout":
             raise
@@ -125,14 +134,15 @@ class _Deadline:
 
 
 def _fetch(base_url: str, jobid: str, start: datetime, end: datetime, scrape_interval_s: float,
-           max_points: int, deadline: _Deadline, http: HttpRequest) -> JobSeries:
+           max_points: int, deadline: _Deadline, http: HttpRequest,
+           specs: tuple[SeriesSpec, ...]) -> JobSeries:
     first, last = start.timestamp(), max(end.timestamp(), start.timestamp())
     step = choose_step(last - first, scrape_interval_s, max_points)
     # The grid ends exactly at the job's end, so the counters' last point is their total.
     grid_start = last - step * math.floor((last - first) / step)
     window = f"[{math.ceil(step + scrape_interval_s)}s]"
     found: dict[str, tuple[Series, ...]] = {}
-    for spec in SPECS:
+    for spec in specs:
         promql = selector(spec.metric, jobid)
         if spec.read == "peak":
             promql = f"max_over_time({promql}{window})"
