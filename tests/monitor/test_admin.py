@@ -81,3 +81,24 @@ def test_it_shows_records_read_only(admin_client: Client) -> None:
     assert search.status_code == 200
     found = admin_client.get("/admin/monitor/jobpush/", {"q": "6723451"})
     assert b"8812345" in found.content
+
+
+def test_it_shows_a_remote_keys_builder_settings_but_leaves_them_to_register_harvester(
+        admin_client: Client) -> None:
+    # register_harvester checks them as the builder would; a typo typed here would leave the
+    # timer failing with 78 every five minutes, so the admin only shows them.
+    from clusterwatch.monitor.models import RegisteredHarvester
+
+    RegisteredHarvester.objects.create(key="perlmutter-harvester", remote=True,
+                                       harvester_id="Perlmutter_test_1",
+                                       queue_config="/etc/clusterwatch/perlmutter.json")
+    url = "/admin/monitor/registeredharvester/perlmutter-harvester/change/"
+    page = admin_client.get(url).content.decode()
+    assert "Perlmutter_test_1" in page and "/etc/clusterwatch/perlmutter.json" in page
+    assert 'name="harvester_id"' not in page and 'name="queue_config"' not in page
+    form = {"key": "perlmutter-harvester", "remote": "on", "note": "NERSC",
+            "harvester_id": "a\tb", "queue_config": "relative.json"}
+    assert admin_client.post(url, form).status_code == 302
+    row = RegisteredHarvester.objects.get(key="perlmutter-harvester")
+    assert row.note == "NERSC" and row.harvester_id == "Perlmutter_test_1"
+    assert row.queue_config == "/etc/clusterwatch/perlmutter.json"

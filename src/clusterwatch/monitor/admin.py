@@ -23,6 +23,7 @@ from clusterwatch.monitor.models import (
     LatestReport,
     RegisteredHarvester,
 )
+from clusterwatch.monitor.registry import BUILDER_FIELDS
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -125,4 +126,7 @@ class RegisteredHarvesterAdmin(admin.ModelAdmin):
     list_display = ("key", "remote", "harvester_id", "registered_at", "note")
     list_filter = ("remote",)
     search_fields = ("key", "note")
-    readonly_fields = ("registered_at",)
+    # What the remote builder reads is set by `register_harvester`, which checks it as the
+    # builder would (absolute paths, the id, the IRI target); here it is only shown, so a
+    # typo cannot leave the timer failing with 78 every five minutes.
+    readonly_fields = ("registered_at", *BUILDER_FIELDS)

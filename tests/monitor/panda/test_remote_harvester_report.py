@@ -223,3 +223,25 @@ def test_an_iri_outage_is_a_failed_source_and_a_readable_token_file_exits_78(
     token.chmod(0o644)
     done = run(*iri_options(perlmutter_iri, token), SSL_CERT_FILE=str(iri_cert.ca.cert))
     assert done.returncode == 78 and "chmod 600" in done.stderr and run.stored == 1
+
+
+def _monitor(run: Run, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=_environ(run.data),
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_it_refuses_to_build_into_a_reporters_key(run: Run) -> None:
+    # A typo in --key naming a reporting harvester would have its record replaced by a built
+    # one until its reporter posts again: a configuration error, nothing stored.
+    assert _monitor(run, "register_harvester", KEY).returncode == 0  # a reporting key
+    done = run("--queue-config", str(PERLMUTTER_CONFIG))
+    assert done.returncode == 78 and "registered as a reporting harvester" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and run.latest() is None
+    assert _monitor(run, "remove_harvester", KEY).returncode == 0
+    assert _monitor(run, "create_host_token", KEY).returncode == 0  # a reporter's token
+    done = run("--queue-config", str(PERLMUTTER_CONFIG))
+    assert done.returncode == 78 and "a host token may post" in done.stderr
+    assert run.latest() is None
+    assert _monitor(run, "register_harvester", "other-key", "--remote").returncode == 0
+    assert run("--key", "other-key", "--queue-config", str(PERLMUTTER_CONFIG)
+               ).returncode == 0  # a remote key without a token is built as before

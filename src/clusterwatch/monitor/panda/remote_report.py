@@ -88,6 +88,20 @@ def check_builder(harvester_id: str, iri: Optional[IriSource]) -> None:
         check_view_target(iri.url, iri.resource, iri.path)
 
 
+def check_not_a_reporters_key(key: str) -> None:
+    """ConfigError when `key` belongs to a host reporter: a built record stored under it would
+    stand as that harvester's latest until its reporter posts again (a typo in --key)."""
+    from clusterwatch.monitor.models import HostTokenKey, RegisteredHarvester
+
+    if RegisteredHarvester.objects.filter(key=key, remote=False).exists():
+        raise ConfigError(f"--key {key}: registered as a reporting harvester (its reporter "
+                          "posts its record); `register_harvester KEY --remote ...` first if "
+                          "its record is to be built from the PanDA server")
+    if HostTokenKey.objects.filter(key=key, token__revoked_at__isnull=True).exists():
+        raise ConfigError(f"--key {key}: a host token may post this key's record, so a reporter "
+                          "reports it; a remote harvester's key has no host token")
+
+
 @dataclass(frozen=True)
 class Outcome:
     record: dict[str, Any]
@@ -106,6 +120,7 @@ def build(environ: Mapping[str, str], key: str, harvester_id: str,
                           "server's database")
     if not valid_key(key):
         raise ConfigError(f"--key: {key[:80]!r} is not a valid key (letters, digits, . _ -)")
+    check_not_a_reporters_key(key)
     check_builder(harvester_id, iri)
     if (queue_file is None) == (iri is None):
         raise ConfigError("give the queue configuration as --queue-config FILE, or as "
