@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from clusterwatch.reporter.harvester_cfg import (
     HarvesterConfigError,
     read_db_settings,
 )
+from tests.unprivileged import run_python, unreadable_file
 
 SECRET = "s3cr%t"  # what the harvester gets from `s3cr%%t`
 
@@ -132,13 +132,15 @@ def test_it_fails_on_a_missing_file(tmp_path: Path) -> None:
     assert str(raised.value) == f"cannot read {tmp_path / 'absent.cfg'}: No such file or directory"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads mode-000 files")
 def test_it_fails_on_an_unreadable_file(tmp_path: Path) -> None:
-    path = write_cfg(tmp_path, MARIADB)
-    os.chmod(path, 0)
-    with pytest.raises(HarvesterConfigError) as raised:
-        read_db_settings(path, ENV)
-    assert str(raised.value) == f"cannot read {path}: Permission denied"
+    path = unreadable_file(Path(write_cfg(tmp_path, MARIADB)).read_bytes(), "panda_harvester.cfg")
+    said = run_python(
+        "from clusterwatch.reporter.harvester_cfg import HarvesterConfigError, read_db_settings\n"
+        "try:\n"
+        f"    read_db_settings({str(path)!r}, {ENV!r})\n"
+        "except HarvesterConfigError as error:\n"
+        "    print(error)\n")
+    assert said == f"cannot read {path}: Permission denied\n"
 
 
 def test_it_fails_without_a_db_section(tmp_path: Path) -> None:
