@@ -21,7 +21,7 @@ from clusterwatch.loopback.mariadb import (
     mariadb_server,
 )
 from clusterwatch.loopback.services import free_port
-from clusterwatch.reporter import harvester_db
+from clusterwatch.reporter import harvester_db, mysql_client
 from clusterwatch.reporter.harvester_cfg import read_db_settings
 from clusterwatch.reporter.harvester_db import collect, collect_with_config
 
@@ -351,14 +351,14 @@ def test_it_writes_nothing_and_sends_only_selects(tmp_path: Path, mariadb: Maria
     before = checksums(mariadb)
     collect(settings_for(tmp_path, mariadb), NOW, SINCE, fqdn=FQDN)
     assert checksums(mariadb) == before
-    script = harvester_db._script(harvester_db._queries(NOW, SINCE, FQDN))
+    script = mysql_client.script(harvester_db._queries(NOW, SINCE, FQDN))
     lines = script.splitlines()
     assert lines[0] == "SET SESSION TRANSACTION READ ONLY;"
     assert all(line.startswith("SELECT ") and line.endswith(";") for line in lines[1:])
 
 
 def test_the_read_only_session_it_opens_refuses_writes(mariadb: MariaDB) -> None:
-    first_line = harvester_db._script([]).splitlines()[0]
+    first_line = mysql_client.script([]).splitlines()[0]
     with pytest.raises(RuntimeError, match=r"ERROR 1792 \(25006\)"):
         mariadb.sql(f"{first_line}\nDELETE FROM sm_table;", SCHEMA)
     assert mariadb.sql("SELECT COUNT(*) FROM sm_table;", SCHEMA) == "3\n"
@@ -429,14 +429,14 @@ def test_it_does_not_read_a_sqlite_harvester() -> None:
 
 
 def test_it_writes_an_option_file_the_client_reads_back() -> None:
-    text = harvester_db._option_file({"user": "h", "password": 'a"b\\c\'d#e f\tg', "host":
+    text = mysql_client.option_file({"user": "h", "password": 'a"b\\c\'d#e f\tg', "host":
                                       "localhost", "port": 3306, "use_mysqldb": False})
     assert text == ('[client]\nuser="h"\npassword="a\\"b\\\\c\\\'d#e f\\tg"\n'
                     'host="localhost"\nport=3306\nprotocol=TCP\n')
 
 
 def test_it_leaves_the_socket_to_mysqldb_for_localhost() -> None:
-    text = harvester_db._option_file({"user": "h", "password": "p", "host": "localhost",
+    text = mysql_client.option_file({"user": "h", "password": "p", "host": "localhost",
                                       "port": 3306, "use_mysqldb": True})
     assert "protocol" not in text
 

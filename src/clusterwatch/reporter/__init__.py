@@ -9,7 +9,7 @@ rotation) with `log_position` (the typed position and its JSON form in the state
 `rotated_read` (a log rotated since the last run), `log_generations` (a log's rotated files)
 and `line_chunks` (complete lines within a budget), `harvester_log` (log line parsers),
 `condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db` (the harvester's
-database through the mysql client) with `harvester_regulation` (worker starts, the
+database) with `mysql_client` (the mysql client: option file, READ ONLY session, typed rows) with `harvester_regulation` (worker starts, the
 job-demand cache, the limit in force), `host` (processes, log freshness, disk volumes), `record`
 (assembly, schema) with `storable` (text every database stores), `state` and `state_repair`
 (the state file, and what a damaged one still gives), `commit` (the record and its log

@@ -1,5 +1,5 @@
 """The `admission` section of one run: the workers that ended in the last hour (from the
-harvester's work_table, through harvester_db's mysql client), their files' evidence read
+harvester's work_table, through the reporter's mysql client), their files' evidence read
 within a per-run budget and cached in the state until they leave the hour.
 
 A startup record is one worker's files (its launcher stderr and its condor event log); at
@@ -8,15 +8,14 @@ whose files could not be read yet. Python 3.6, standard library only.
 """
 
 import json
-import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from clusterwatch.reporter import (
     admission,
     admission_evidence,
     condor_events,
-    harvester_db,
     launcher_stderr,
+    mysql_client,
 )
 from clusterwatch.reporter.harvester_cfg import HarvesterConfigError, read_db_settings
 
@@ -43,17 +42,14 @@ class AdmissionSettings(object):
         self.max_records = max_records
 
 
-def _sql_time(seconds: float) -> str:
-    return time.strftime("'%Y-%m-%d %H:%M:%S'", time.gmtime(seconds))  # naive UTC, as written
-
-
 def ended_workers(settings: Dict[str, Any], now: float, mysql: str = "mysql",
                   timeout: float = 30) -> Any:
     """The workers that reached a final status in (now - 1 h, now], or `{"error": ...}`."""
     rest = ("FROM work_table WHERE endTime > {} AND endTime <= {} AND status IN {}"
             " ORDER BY endTime DESC, workerID DESC LIMIT {}".format(
-                _sql_time(now - admission.WINDOW_S), _sql_time(now), _FINAL, WORKER_LIMIT))
-    rows = harvester_db.select_part(settings, "workers_admission", _COLUMNS, rest, mysql,
+                mysql_client.sql_time(now - admission.WINDOW_S), mysql_client.sql_time(now),
+                _FINAL, WORKER_LIMIT))
+    rows = mysql_client.select_part(settings, "workers_admission", _COLUMNS, rest, mysql,
                                     timeout)
     if isinstance(rows, dict):
         return rows
