@@ -75,7 +75,7 @@ def collect(
     builders: Dict[str, Callable[[List[Dict[str, Any]]], Any]] = {
         "launch_limits": _launch_limits,
         "workers_now": _workers_now,
-        "workers_ended": _workers_ended,
+        "workers_ended": workers_ended_part,
         "workers_not_finished_candidates": _candidates,
         "service_metrics": lambda found: _service_metrics(found, host_fqdn),
         "worker_starts": regulation.worker_starts,
@@ -171,7 +171,9 @@ def _workers_now(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
     return sites
 
 
-def _workers_ended(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+def workers_ended_part(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Per site, the interval's ended workers by status and the finished ones' median run;
+    the monitor's remote builder makes the same part from the PanDA server's rows."""
     counts = {}  # type: Dict[str, Dict[str, int]]
     runs = {}  # type: Dict[str, List[int]]
     for row in rows:

@@ -146,7 +146,7 @@ def test_the_database_types_name_what_the_reporter_builds() -> None:
     assert set(limits) == {field.name for field in dataclasses.fields(db.QueueLaunchLimits)}
     assert set(limits["by_type"]["ANY/ANY"]) == {
         field.name for field in dataclasses.fields(db.WorkerLimits)}
-    ended = reporter_db._workers_ended([
+    ended = reporter_db.workers_ended_part([
         {"computingSite": "Q", "status": "finished", "startTime": at, "endTime": at}])["Q"]
     assert set(ended) == {field.name for field in dataclasses.fields(db.EndedWorkers)}
     grouped = group_not_finished(

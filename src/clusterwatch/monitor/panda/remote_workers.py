@@ -37,7 +37,7 @@ from clusterwatch.reporter.harvester_db import (
     FINAL_STATUSES,
     LIVE_STATUSES,
 )
-from clusterwatch.reporter.harvester_db import _workers_ended as reporter_workers_ended
+from clusterwatch.reporter.harvester_db import workers_ended_part as reporter_workers_ended
 from clusterwatch.reporter.record import group_not_finished
 
 LIVE_FOR = dt.timedelta(days=7)
