@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clusterwatch.reporter.queue_config import parse_queue_config
 from clusterwatch.reporter.queue_status import (
     FATAL,
@@ -98,3 +100,23 @@ def test_it_reports_an_unreadable_file() -> None:
     said = run_python("from clusterwatch.reporter.queue_status import read_effective\n"
                       f"print(read_effective({str(path)!r})[1])\n")
     assert said == f"cannot read the queue configuration {path}: Permission denied\n"
+
+
+def test_an_unexpected_fault_reading_the_configuration_is_an_error_field_not_a_lost_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from clusterwatch.reporter import main as reporter_main
+    from clusterwatch.reporter import queue_status
+
+    def broken(path: str) -> Any:
+        raise RuntimeError("the parser met something nobody foresaw")
+
+    monkeypatch.setattr(queue_status, "read_effective", broken)
+    status = reporter_main.main([
+        "--print", "--queue-config", str(tmp_path / "q.json"), "--log-dir", str(tmp_path),
+        "--harvester-cfg", str(tmp_path / "absent.cfg"), "--state", str(tmp_path / "state")])
+    record = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert record["queue_status"]["error"] == (
+        "queue configuration: RuntimeError: the parser met something nobody foresaw")
+    assert "fetching" in record and "health" in record  # the rest of the record is there

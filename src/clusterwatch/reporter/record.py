@@ -114,7 +114,10 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     adjustment["read"] = adjuster_info
     failed_calls = {daemon: section(name, harvester_log.failed_calls_section)
                     for daemon, name in sorted(CALL_LOGS.items())}
-    config_set, config_error = queue_status.read_effective(sources.queue_config)
+    try:
+        config_set, config_error = queue_status.read_effective(sources.queue_config)
+    except Exception as exc:  # read by three sections: a fault here must not lose the record
+        config_set, config_error = None, "{}: {}".format(type(exc).__name__, exc)
     try:
         harvester_db, new_state["reasons"] = _harvester_db(
             sources, now, since, previous.get("reasons", {}))
