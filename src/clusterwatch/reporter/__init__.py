@@ -9,19 +9,20 @@ rotation) with `log_position` (the typed position and its JSON form in the state
 `rotated_read` (a log rotated since the last run), `log_generations` (a log's rotated files)
 and `line_chunks` (complete lines within a budget), `harvester_log` (log line parsers),
 `condor_events` (HTCondor event logs), `harvester_cfg` and `harvester_db` (the harvester's
-database) with `mysql_client` (the mysql client: option file, READ ONLY session, typed rows) with `harvester_regulation` (worker starts, the
-job-demand cache, the limit in force), `host` (processes, log freshness, disk volumes), `record`
-(assembly, schema) with `storable` (text every database stores), `state` and `state_repair`
-(the state file, and what a damaged one still gives), `commit` (the record and its log
-positions as one step), `delivery` (the pass over the backlog) with `buffer` (records waiting
-on disk) and `delivery_counts` (what was lost, until a record reports it), `answer_policy`
-(what each HTTP answer means) and `https_post` (the transport: one post under one deadline),
-`envfile`, and `queue_config` (the harvester's queue configuration as it sees it, with
-`queue_config_file` and `queue_limits`; the monitor imports it too) with `queue_status` (the
-record's queue_status section, which the monitor's remote builder builds with it too),
-`submit_template`, `pilot_dispatch` and `image_policy` (each queue's pilot dispatch read from
-its submit template), and `admission` with `admission_collect`, `admission_evidence` and
-`launcher_stderr` (the last hour's pre-job refusals, cancellations and errors, with evidence).
+database) with `mysql_client` (the mysql client: option file, READ ONLY session, typed rows)
+and `harvester_regulation` (worker starts, the job-demand cache, the limit in force), `host`
+(processes, log freshness, disk volumes), `record` (assembly, schema) with `storable` (text
+every database stores), `state` and `state_repair` (the state file, and what a damaged one
+still gives), `commit` (the record and its log positions as one step), `delivery` (the pass
+over the backlog) with `buffer` (records waiting on disk) and `delivery_counts` (what was lost,
+until a record reports it), `answer_policy` (what each HTTP answer means) and `https_post` (the
+transport: one post under one deadline), `envfile`, and `queue_config` (the harvester's queue
+configuration as it sees it, with `queue_config_file` and `queue_limits`; the monitor imports
+it too) with `queue_status` (the record's queue_status section, which the monitor's remote
+builder builds with it too), `submit_template`, `pilot_dispatch` and `image_policy` (each
+queue's pilot dispatch read from its submit template), and `admission` with
+`admission_collect`, `admission_evidence` and `launcher_stderr` (the last hour's pre-job
+refusals, cancellations and errors, with evidence).
 """
 
 # 1.7: the telemetry of host-reporter.md "Telemetry 1.3-1.7" (regulation, admission, queue
