@@ -18,7 +18,6 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Optional
 
-from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from clusterwatch.monitor.usage.models import UsageMail
@@ -35,14 +34,14 @@ ERROR_LIMIT = 300
 def enqueue(jobid: str, *, user: str, recipient: str, trigger: str,
             now: datetime) -> tuple[UsageMail, bool]:
     """The job's row, and whether this call wrote it (once per job, whoever asks)."""
-    try:
-        with transaction.atomic():
-            row: UsageMail
-            row, created = UsageMail.objects.get_or_create(jobid=jobid, defaults={
-                "user": user[:64], "recipient": recipient[:254], "trigger": trigger,
-                "next_attempt_at": now, "created_at": now})
-    except IntegrityError:  # another run wrote it between our read and our insert
-        row, created = UsageMail.objects.get(jobid=jobid), False
+    # Not inside an atomic block of ours: get_or_create reads, then inserts in a transaction
+    # of its own and reads again if another run inserted first. A transaction that read and
+    # then wrote would fail at once with "database is locked" on SQLite (WAL) whenever
+    # another process committed in between, which MailProg and the poller do at a job's end.
+    row: UsageMail
+    row, created = UsageMail.objects.get_or_create(jobid=jobid, defaults={
+        "user": user[:64], "recipient": recipient[:254], "trigger": trigger,
+        "next_attempt_at": now, "created_at": now})
     return row, bool(created)
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, cast
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from clusterwatch.monitor.usage import rules
@@ -143,13 +142,13 @@ def _keep(job: JobRecord, document: UsageDocument) -> None:
               "cpu_efficiency": document["cpu_efficiency"],
               "memory_efficiency": document["memory_efficiency"],
               "warning_codes": warnings[:400], "document": dict(document)}
-    try:
-        with transaction.atomic():  # two workers may keep the same job at once
-            row, created = KeptSummary.objects.get_or_create(jobid=job.jobid, defaults=fields)
-            if not created and kept_document(row.document) is None:  # damaged: replaced
-                KeptSummary.objects.filter(id=row.id).update(**fields)
-    except IntegrityError:
-        pass
+    # Two workers may keep the same job at once: get_or_create inserts in a transaction of its
+    # own and reads the other's row if it lost. No atomic block around it: one that read and
+    # then wrote would fail with "database is locked" on SQLite when another process wrote
+    # in between. Replacing a damaged document is one UPDATE, the same whoever does it.
+    row, created = KeptSummary.objects.get_or_create(jobid=job.jobid, defaults=fields)
+    if not created and kept_document(row.document) is None:  # damaged: replaced
+        KeptSummary.objects.filter(id=row.id).update(**fields)
 
 
 def _series_of_kept(document: Mapping[str, Any], config: UsageConfig,
