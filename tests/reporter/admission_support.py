@@ -32,10 +32,10 @@ def built_section(tmp_path: Path, queue: str,
                   ) -> dict[str, Any]:
     """The section the reporter builds for `ends` of `queue`, each with the full stderr."""
     shutil.copytree(FILES, tmp_path / "26-10-22_13", dirs_exist_ok=True)
-    config = {queue: {"submitter": {"logBaseURL": BASE, "logDir": str(tmp_path)}}}
+    submitters = {queue: {"logBaseURL": BASE, "logDir": str(tmp_path)}}
     workers = [{"workerID": n, "computingSite": queue, "status": status, "nativeExitCode": code,
                 "startTime": "2026-10-22T13:10:00Z", "endTime": "2026-10-22T13:14:00Z",
                 "batchLog": f"{BASE}/26-10-22_13/{log}",
                 "stdErr": f"{BASE}/26-10-22_13/stderr_refusal.err"}
                for n, status, code, log in ends]
-    return build_section(workers, config, {}, AdmissionSettings())[0]
+    return build_section(workers, submitters, {}, AdmissionSettings())[0]

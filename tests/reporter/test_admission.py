@@ -33,8 +33,8 @@ def _worker(wid: int, status: str, code: Optional[int], log: Optional[str] = Non
 def tree(tmp_path: Path) -> dict[str, Any]:
     logs = tmp_path / "condor_logs"
     shutil.copytree(FILES, logs / "26-10-22_13")
-    return {QUEUE: {"submitter": {"logBaseURL": BASE, "logDir": str(logs)}},
-            "OTHER": {"submitter": {"logBaseURL": BASE, "logDir": str(logs)}}}
+    return {QUEUE: {"logBaseURL": BASE, "logDir": str(logs)},
+            "OTHER": {"logBaseURL": BASE, "logDir": str(logs)}}
 
 
 WORKERS = [

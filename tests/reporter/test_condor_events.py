@@ -18,6 +18,7 @@ from clusterwatch.reporter.condor_events import (
     reasons_for_workers,
     worker_reason,
 )
+from clusterwatch.reporter.queue_config import MANDATORY_SECTIONS, parse_queue_config
 from clusterwatch.reporter.regular_read import open_regular
 
 FIXTURES = CONDOR_LOGS
@@ -269,36 +270,33 @@ def test_it_reads_only_the_tail_and_starts_at_an_event_boundary(tmp_path: Path) 
 
 # --- log_path_for ---------------------------------------------------------------------
 
+# The sections the harvester requires of a queue, given here by the template.
+PLUGINS = {section: {"name": f"Dummy{section}"} for section in MANDATORY_SECTIONS}
 QUEUE_CONFIG: dict[str, Any] = {
-    "BNL_PanDA_1": {
-        "submitter": {
-            "name": "HTCondorSubmitter",
-            "logBaseURL": "https://pandaharvester01.sdcc.bnl.gov/condor_logs",
-            "logDir": "/data/atlpan/condor_logs",
-        },
-    },
-    "TEMPLATE_GRID": {
-        "isTemplateQueue": True,
-        "submitter": {
-            "logBaseURL": "https://[ScheddHostname]/condor_logs/",
-            "logDir": "/data/atlpan/condor_logs",
-        },
-    },
+    "BNL_PanDA_1": dict(PLUGINS, submitter={
+        "name": "HTCondorSubmitter",
+        "logBaseURL": "https://pandaharvester01.sdcc.bnl.gov/condor_logs",
+        "logDir": "/data/atlpan/condor_logs",
+    }),
+    "TEMPLATE_GRID": dict(PLUGINS, isTemplateQueue=True, submitter={
+        "logBaseURL": "https://[ScheddHostname]/condor_logs/",
+        "logDir": "/data/atlpan/condor_logs",
+    }),
     "UM_GREX_PanDA_1": {"templateQueueName": "TEMPLATE_GRID", "submitter": {"nCorePerNode": 8}},
-    "PER_HOST": {
-        "submitter": {
-            "logBaseURL": "https://${hostname}.sdcc.bnl.gov/logs/${harvester_id}",
-            "logDir": "/data/$hostname/condor_logs",
-        },
-    },
-    "NO_LOG_DIR": {"submitter": {"logBaseURL": "https://h/condor_logs"}},
+    "PER_HOST": dict(PLUGINS, submitter={
+        "logBaseURL": "https://${hostname}.sdcc.bnl.gov/logs/${harvester_id}",
+        "logDir": "/data/$hostname/condor_logs",
+    }),
+    "NO_LOG_DIR": dict(PLUGINS, submitter={"logBaseURL": "https://h/condor_logs"}),
 }
+# Each queue's submitter section as the reporter hands it over: the shared module's merge.
+SUBMITTERS = parse_queue_config(QUEUE_CONFIG).submitters
 
 
 def test_it_maps_a_batch_log_url_to_the_local_file() -> None:
     url = "https://pandaharvester01.sdcc.bnl.gov/condor_logs/26-10-02_18/grid.1234567.0.log"
 
-    assert log_path_for(url, QUEUE_CONFIG, "BNL_PanDA_1") == (
+    assert log_path_for(url, SUBMITTERS["BNL_PanDA_1"]) == (
         "/data/atlpan/condor_logs/26-10-02_18/grid.1234567.0.log"
     )
 
@@ -306,7 +304,8 @@ def test_it_maps_a_batch_log_url_to_the_local_file() -> None:
 def test_it_follows_the_template_queue_and_matches_placeholders() -> None:
     url = "https://osgsub01.sdcc.bnl.gov:8443/condor_logs/26-10-02_18/grid.99.0.log"
 
-    assert log_path_for(url, QUEUE_CONFIG, "UM_GREX_PanDA_1") == (
+    assert SUBMITTERS["UM_GREX_PanDA_1"]["nCorePerNode"] == 8  # merged key by key
+    assert log_path_for(url, SUBMITTERS["UM_GREX_PanDA_1"]) == (
         "/data/atlpan/condor_logs/26-10-02_18/grid.99.0.log"
     )
 
@@ -314,10 +313,10 @@ def test_it_follows_the_template_queue_and_matches_placeholders() -> None:
 def test_it_fills_hostname_in_log_dir_from_the_url_or_the_caller() -> None:
     url = "https://pandaharvester01.sdcc.bnl.gov/logs/BNL_harvester_1/26-10-02_18/grid.5.0.log"
 
-    assert log_path_for(url, QUEUE_CONFIG, "PER_HOST") == (
+    assert log_path_for(url, SUBMITTERS["PER_HOST"]) == (
         "/data/pandaharvester01/condor_logs/26-10-02_18/grid.5.0.log"
     )
-    assert log_path_for(url, QUEUE_CONFIG, "PER_HOST", hostname="h2") == (
+    assert log_path_for(url, SUBMITTERS["PER_HOST"], hostname="h2") == (
         "/data/h2/condor_logs/26-10-02_18/grid.5.0.log"
     )
 
@@ -335,23 +334,29 @@ def test_it_fills_hostname_in_log_dir_from_the_url_or_the_caller() -> None:
     ],
 )
 def test_it_returns_none_without_a_safe_mapping(url: str, queue: str) -> None:
-    assert log_path_for(url, QUEUE_CONFIG, queue) is None
+    assert log_path_for(url, SUBMITTERS.get(queue, {})) is None
 
 
 def test_it_returns_none_for_a_log_dir_placeholder_it_cannot_fill() -> None:
-    config = {"Q": {"submitter": {"logBaseURL": "https://h/logs", "logDir": "/d/$hostname"}}}
+    submitter = {"logBaseURL": "https://h/logs", "logDir": "/d/$hostname"}
 
-    assert log_path_for("https://h/logs/26-10-02_18/grid.1.0.log", config, "Q") is None
+    assert log_path_for("https://h/logs/26-10-02_18/grid.1.0.log", submitter) is None
 
 
-def test_it_stops_on_a_template_loop() -> None:
-    config = {
-        "A": {"templateQueueName": "B"},
-        "B": {"templateQueueName": "A", "submitter": {"logBaseURL": "https://h/l",
-                                                       "logDir": "/d"}},
+def test_a_template_naming_another_template_is_not_followed_as_the_harvester_does() -> None:
+    """Templates do not chain: the harvester drops a template's own templateQueueName, so a
+    mapping only the second template gives is no mapping (nor is a loop followed)."""
+    document = {
+        "A_TEMPLATE": dict(PLUGINS, templateQueueName="B_TEMPLATE"),
+        "B_TEMPLATE": dict(PLUGINS, templateQueueName="A_TEMPLATE",
+                           submitter={"logBaseURL": "https://h/l", "logDir": "/d"}),
+        "Q": {"templateQueueName": "A_TEMPLATE"},
+        "R": {"templateQueueName": "B_TEMPLATE"},
     }
+    submitters = parse_queue_config(document).submitters
 
-    assert log_path_for("https://h/l/x/grid.1.0.log", config, "A") == "/d/x/grid.1.0.log"
+    assert log_path_for("https://h/l/x/grid.1.0.log", submitters["Q"]) is None
+    assert log_path_for("https://h/l/x/grid.1.0.log", submitters["R"]) == "/d/x/grid.1.0.log"
 
 
 # --- reasons_for_workers --------------------------------------------------------------
@@ -361,7 +366,7 @@ BASE_URL = "https://pandaharvester01.sdcc.bnl.gov/condor_logs"
 
 @pytest.fixture
 def log_tree(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
-    config = {"Q": {"submitter": {"logBaseURL": BASE_URL, "logDir": str(tmp_path)}}}
+    config = {"Q": {"logBaseURL": BASE_URL, "logDir": str(tmp_path)}}
     (tmp_path / "26-10-02_18").mkdir()
     return tmp_path, config
 

@@ -140,6 +140,25 @@ def test_it_omits_a_queue_missing_a_mandatory_plugin_section() -> None:
     assert parsed.problems[0].message.startswith("no messenger, sweeper section (")
 
 
+def test_it_keeps_each_entrys_merged_submitter_for_log_paths_even_when_omitted() -> None:
+    """The cacher's remote configuration (unseen here) may give an omitted queue its missing
+    sections; its workers' log URLs still map through the local submitter section."""
+    document = {
+        "T_TEMPLATE": queue(submitter={"logBaseURL": "https://h/logs", "logDir": "/d"}),
+        "FULL": {"templateQueueName": "T_TEMPLATE", "submitter": {"logDir": "/e"}},
+        "PARTIAL": {"submitter": {"logBaseURL": "https://p/logs", "logDir": "/p"}},
+        "NO_TEMPLATE": {"templateQueueName": "GONE_TEMPLATE", "submitter": {"logDir": "/x"}},
+        "NO_SUBMITTER": {"templateQueueName": "T_TEMPLATE", "submitter": None},
+    }
+    parsed = parse_queue_config(document)
+    assert sorted(parsed.queues) == ["FULL", "NO_SUBMITTER"]
+    assert parsed.submitters == {
+        "FULL": {"logBaseURL": "https://h/logs", "logDir": "/e"},  # merged key by key
+        "PARTIAL": {"logBaseURL": "https://p/logs", "logDir": "/p"},
+        "NO_SUBMITTER": {},
+    }
+
+
 def test_it_defaults_the_status_to_online_and_lowers_its_case() -> None:
     parsed = parse_queue_config({"A": queue(), "B": queue(queueStatus="BrokerOff"),
                                  "C": queue(queueStatus=None), "D": queue(queueStatus="TEST")})

@@ -7,8 +7,7 @@ most `max_records` of them are read per run, never-read workers newest first, th
 whose files could not be read yet. Python 3.6, standard library only.
 """
 
-import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from clusterwatch.reporter import (
     admission,
@@ -62,10 +61,11 @@ def ended_workers(settings: Dict[str, Any], now: float, mysql: str = "mysql",
     return rows
 
 
-def _path(worker: Dict[str, Any], name: str, queue_config: Dict[str, Any]) -> Optional[str]:
+def _path(worker: Dict[str, Any], name: str,
+          submitters: Mapping[str, Mapping[str, Any]]) -> Optional[str]:
     url = worker.get(name)
-    queue = str(worker.get("computingSite") or "")
-    return condor_events.log_path_for(url, queue_config, queue) if url else None
+    submitter = submitters.get(str(worker.get("computingSite") or ""), {})
+    return condor_events.log_path_for(url, submitter) if url else None
 
 
 def _well_formed(entry: Any) -> bool:
@@ -76,7 +76,8 @@ def _well_formed(entry: Any) -> bool:
         and isinstance(evidence.get("errors"), list)
 
 
-def evidence_for_workers(workers: List[Dict[str, Any]], queue_config: Dict[str, Any],
+def evidence_for_workers(workers: List[Dict[str, Any]],
+                         submitters: Mapping[str, Mapping[str, Any]],
                          cache: Any, settings: AdmissionSettings
                          ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, str],
                                     Dict[str, Any], Dict[str, int]]:
@@ -96,8 +97,8 @@ def evidence_for_workers(workers: List[Dict[str, Any]], queue_config: Dict[str, 
     wanted.sort(key=lambda pair: pair[0] in new_cache)
     read = built = 0
     for key, worker in wanted:
-        event_log = _path(worker, "batchLog", queue_config)
-        stderr = _path(worker, "stdErr", queue_config)
+        event_log = _path(worker, "batchLog", submitters)
+        stderr = _path(worker, "stdErr", submitters)
         has_files = event_log is not None or stderr is not None
         if has_files and read >= settings.max_records:
             if key not in new_cache:
@@ -115,10 +116,12 @@ def evidence_for_workers(workers: List[Dict[str, Any]], queue_config: Dict[str, 
     return evidence, why, new_cache, info
 
 
-def build_section(workers: List[Dict[str, Any]], queue_config: Dict[str, Any], cache: Any,
-                  settings: AdmissionSettings) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """The section and the new cache for `workers` (those of the hour)."""
-    evidence, why, new_cache, info = evidence_for_workers(workers, queue_config, cache,
+def build_section(workers: List[Dict[str, Any]], submitters: Mapping[str, Mapping[str, Any]],
+                  cache: Any, settings: AdmissionSettings
+                  ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The section and the new cache for `workers` (those of the hour); `submitters`: each
+    queue's effective submitter section, where its workers' log URLs map to files."""
+    evidence, why, new_cache, info = evidence_for_workers(workers, submitters, cache,
                                                           settings)
     section = {
         "window_s": admission.WINDOW_S,
@@ -131,10 +134,13 @@ def build_section(workers: List[Dict[str, Any]], queue_config: Dict[str, Any], c
     return section, new_cache
 
 
-def collect(harvester_cfg: str, queue_config_path: str, environ: Dict[str, str], now: float,
+def collect(harvester_cfg: str, submitters: Mapping[str, Mapping[str, Any]],
+            queue_config_error: Optional[str], environ: Dict[str, str], now: float,
             cache: Any, settings: Optional[AdmissionSettings], mysql: str = "mysql"
             ) -> Tuple[Dict[str, Any], Any]:
-    """(the section, the new cache); a failure is the section's error and keeps the cache."""
+    """(the section, the new cache); a failure is the section's error and keeps the cache.
+    `submitters` come from the queue configuration read once for the record (empty, with
+    `queue_config_error` saying why, when it could not be read)."""
     settings = settings or AdmissionSettings()
     try:
         db_settings = read_db_settings(harvester_cfg, environ)
@@ -147,17 +153,9 @@ def collect(harvester_cfg: str, queue_config_path: str, environ: Dict[str, str],
         workers = ended_workers(db_settings, now, mysql)
         if isinstance(workers, dict):
             return workers, cache
-        try:
-            with open(queue_config_path, "rb") as handle:
-                queue_config = json.loads(handle.read().decode("utf-8"))
-            if not isinstance(queue_config, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            queue_config = {"error": "cannot read {}: {}".format(queue_config_path, exc)}
-        section, new_cache = build_section(
-            workers, queue_config if "error" not in queue_config else {}, cache, settings)
-        if "error" in queue_config:
-            section["queue_config_error"] = queue_config["error"]
+        section, new_cache = build_section(workers, submitters, cache, settings)
+        if queue_config_error is not None:
+            section["queue_config_error"] = queue_config_error
         return section, new_cache
     except Exception as exc:  # one broken source must not lose the whole record
         return {"error": "{}: {}".format(type(exc).__name__, exc)}, cache

@@ -8,7 +8,7 @@ are labelled as local and never converted to, or passed off as, UTC.
 import os
 import re
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from clusterwatch.reporter.regular_read import open_regular
 
@@ -224,23 +224,6 @@ def worker_reason(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Dict[str, An
     return reason_from_events(parse_events(text))
 
 
-def _submitter_config(queue_config: Dict[str, Any], queue: str) -> Dict[str, Any]:
-    merged = {}  # type: Dict[str, Any]
-    chain = []  # type: List[Dict[str, Any]]
-    name = queue  # type: Optional[str]
-    while isinstance(name, str) and len(chain) < 8:
-        entry = queue_config.get(name)
-        if not isinstance(entry, dict):
-            break
-        chain.append(entry)
-        name = entry.get("templateQueueName")
-    for entry in reversed(chain):
-        submitter = entry.get("submitter")
-        if isinstance(submitter, dict):
-            merged.update(submitter)
-    return merged
-
-
 def _base_pattern(base_url: str) -> "re.Pattern[str]":
     parts = []  # type: List[str]
     position = 0
@@ -258,17 +241,16 @@ def _base_pattern(base_url: str) -> "re.Pattern[str]":
 
 def log_path_for(
     batch_log_url: str,
-    queue_config: Dict[str, Any],
-    queue: str,
+    submitter: Mapping[str, Any],
     hostname: Optional[str] = None,
 ) -> Optional[str]:
-    """The local file behind a worker's `batchLog` URL, through the queue's submitter
-    `logBaseURL` and `logDir`; None when the queue has no such mapping or the URL does not
+    """The local file behind a worker's `batchLog` URL, through its queue's effective
+    `submitter` section (`logBaseURL` and `logDir`, templates merged:
+    `QueueConfigSet.submitters`); None when the queue has no such mapping or the URL does not
     match it. `$hostname` in `logDir` is taken from `hostname` or, failing that, from the
     same placeholder's value in the URL."""
     if not isinstance(batch_log_url, str) or not batch_log_url:
         return None
-    submitter = _submitter_config(queue_config, queue)
     base_url, log_dir = submitter.get("logBaseURL"), submitter.get("logDir")
     if not isinstance(base_url, str) or not isinstance(log_dir, str) or not base_url or not log_dir:
         return None
@@ -325,7 +307,7 @@ def _from_diag(worker: Dict[str, Any], log: Dict[str, Any]) -> Dict[str, Any]:
 
 def reasons_for_workers(
     workers: List[Dict[str, Any]],
-    queue_config: Dict[str, Any],
+    submitters: Mapping[str, Mapping[str, Any]],
     cache: Dict[str, Any],
     max_logs: int = 300,
     hostname: Optional[str] = None,
@@ -343,7 +325,8 @@ def reasons_for_workers(
         key = str(worker.get("workerID"))
         queue = worker.get("queueName") or worker.get("computingSite") or ""
         url = _batch_log(worker)
-        path = log_path_for(url, queue_config, str(queue), hostname) if url else None
+        submitter = submitters.get(str(queue), {})
+        path = log_path_for(url, submitter, hostname) if url else None
         if path is not None:
             paths[key] = path
         entry = old.get(key)

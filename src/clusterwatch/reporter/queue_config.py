@@ -114,6 +114,10 @@ class QueueConfigSet(NamedTuple):
     queues: Dict[str, EffectiveQueue]
     templates: Tuple[str, ...]
     problems: Tuple[QueueProblem, ...]
+    # Each entry's merged `submitter` section, whose `logBaseURL` and `logDir` map a worker's
+    # log URLs to local files; kept also for an entry omitted only for a missing section,
+    # which the cacher's remote configuration (unseen here) may give. Never for a record.
+    submitters: Dict[str, Dict[str, Any]]
 
     @property
     def fatal(self) -> bool:
@@ -148,13 +152,18 @@ def parse_queue_config(document: Any) -> QueueConfigSet:
         else:
             entries.append((name, entry))
     queues = {}  # type: Dict[str, EffectiveQueue]
+    submitters = {}  # type: Dict[str, Dict[str, Any]]
     for name, entry in entries:
         merged = _merged(name, entry, templates, problems)
-        if merged is not None:
+        if merged is None:
+            continue
+        submitter = merged.get("submitter")
+        submitters[name] = submitter if isinstance(submitter, dict) else {}
+        if _has_mandatory_sections(name, merged, problems):
             queue = _effective(name, entry.get("templateQueueName"), merged, problems)
             if queue is not None:
                 queues[name] = queue
-    return QueueConfigSet(queues, tuple(sorted(templates)), tuple(problems))
+    return QueueConfigSet(queues, tuple(sorted(templates)), tuple(problems), submitters)
 
 
 def _merged(name: str, entry: Dict[str, Any], templates: Dict[str, Dict[str, Any]],
@@ -179,13 +188,17 @@ def _merged(name: str, entry: Dict[str, Any], templates: Dict[str, Dict[str, Any
         else:
             merged[key] = value
     merged.pop("isTemplateQueue", None)
+    return merged
+
+
+def _has_mandatory_sections(name: str, merged: Dict[str, Any],
+                            problems: List[QueueProblem]) -> bool:
     missing = [section for section in MANDATORY_SECTIONS if section not in merged]
     if missing:
         problems.append(QueueProblem(
             name, f"no {', '.join(missing)} section (harvester requires "
                   f"{', '.join(MANDATORY_SECTIONS)}): harvester omits this queue", False))
-        return None
-    return merged
+    return not missing
 
 
 def _effective(name: str, template: Optional[str], merged: Dict[str, Any],

@@ -114,18 +114,21 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     adjustment["read"] = adjuster_info
     failed_calls = {daemon: section(name, harvester_log.failed_calls_section)
                     for daemon, name in sorted(CALL_LOGS.items())}
+    # Read once, as the harvester merges it, for every section that needs it.
     try:
         config_set, config_error = queue_status.read_effective(sources.queue_config)
-    except Exception as exc:  # read by three sections: a fault here must not lose the record
+    except Exception as exc:  # an unexpected fault here must not lose the record
         config_set, config_error = None, "{}: {}".format(type(exc).__name__, exc)
+    submitters = config_set.submitters if config_set is not None else {}
     try:
         harvester_db, new_state["reasons"] = _harvester_db(
-            sources, now, since, previous.get("reasons", {}))
+            sources, now, since, previous.get("reasons", {}), submitters, config_error)
         harvester_regulation.add_limits_in_force(harvester_db, config_set, config_error)
     except Exception as exc:  # the record goes out without it, the cache stays
         harvester_db = {"error": "{}: {}".format(type(exc).__name__, exc)}
 
-    admission, new_state["admission"] = _admission(sources, now, previous.get("admission"))
+    admission, new_state["admission"] = _admission(sources, now, previous.get("admission"),
+                                                   submitters, config_error)
 
     record = {
         "schema_version": SCHEMA_VERSION,
@@ -158,8 +161,9 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     return record, new_state
 
 
-def _harvester_db(sources: Sources, now: float, since: float,
-                  reasons_cache: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+def _harvester_db(sources: Sources, now: float, since: float, reasons_cache: Dict[str, Any],
+                  submitters: Dict[str, Dict[str, Any]], config_error: Optional[str]
+                  ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     from clusterwatch.reporter import condor_events, harvester_db
 
     section = dict(harvester_db.collect_with_config(
@@ -172,21 +176,19 @@ def _harvester_db(sources: Sources, now: float, since: float,
         section["workers_not_finished"] = candidates or {
             "error": errors[0] if errors else "no worker list"}
         return section, reasons_cache
-    try:
-        queue_config = _read_queue_config(sources.queue_config)
-    except (OSError, ValueError) as exc:
-        queue_config = {}
-        section["queue_config_error"] = "cannot read {}: {}".format(sources.queue_config, exc)
-    reasons, new_cache = condor_events.reasons_for_workers(candidates, queue_config,
+    if config_error is not None:
+        section["queue_config_error"] = config_error
+    reasons, new_cache = condor_events.reasons_for_workers(candidates, submitters,
                                                            reasons_cache)
     section["workers_not_finished"] = group_not_finished(candidates, reasons)
     return section, new_cache
 
 
-def _admission(sources: Sources, now: float, cache: Any) -> Tuple[Dict[str, Any], Any]:
+def _admission(sources: Sources, now: float, cache: Any, submitters: Dict[str, Dict[str, Any]],
+               config_error: Optional[str]) -> Tuple[Dict[str, Any], Any]:
     from clusterwatch.reporter import admission_collect
 
-    return admission_collect.collect(sources.harvester_cfg, sources.queue_config,
+    return admission_collect.collect(sources.harvester_cfg, submitters, config_error,
                                      sources.environ, now, cache, sources.admission,
                                      mysql=sources.mysql)
 
@@ -201,12 +203,6 @@ def _add_pilot_dispatch(section: Any, config_set: Any, sources: Sources, now: fl
             section, config_set,
             lambda path: read_regular(path, pilot_dispatch.MAX_TEMPLATE_BYTES), now,
             sources.image_state_max_age_s)
-
-
-def _read_queue_config(path: str) -> Dict[str, Any]:
-    with open(path, "rb") as handle:
-        data = json.loads(handle.read().decode("utf-8"))
-    return data if isinstance(data, dict) else {}
 
 
 def group_not_finished(workers: List[Dict[str, Any]],
