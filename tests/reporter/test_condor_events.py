@@ -359,6 +359,19 @@ def test_a_template_naming_another_template_is_not_followed_as_the_harvester_doe
     assert log_path_for("https://h/l/x/grid.1.0.log", submitters["R"]) == "/d/x/grid.1.0.log"
 
 
+@pytest.mark.parametrize("template", ["REMOTE_TEMPLATE", ["NOT", "A", "NAME"]])
+def test_a_queue_whose_template_is_not_in_the_file_still_maps_its_logs(template: Any) -> None:
+    """The harvester looks a templateQueueName up among the local and the cacher's remote
+    templates (unseen here), and a reload that fails keeps the configuration it had: the
+    queue's workers still write their logs where its own submitter section says."""
+    document = {"Q": dict(PLUGINS, templateQueueName=template,
+                          submitter={"logBaseURL": "https://h/l", "logDir": "/d"})}
+    submitters = parse_queue_config(document).submitters
+
+    assert log_path_for("https://h/l/x/grid.1.0.log", submitters.get("Q", {})) == (
+        "/d/x/grid.1.0.log")
+
+
 # --- reasons_for_workers --------------------------------------------------------------
 
 BASE_URL = "https://pandaharvester01.sdcc.bnl.gov/condor_logs"

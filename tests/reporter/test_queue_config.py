@@ -147,7 +147,7 @@ def test_it_keeps_each_entrys_merged_submitter_for_log_paths_even_when_omitted()
         "T_TEMPLATE": queue(submitter={"logBaseURL": "https://h/logs", "logDir": "/d"}),
         "FULL": {"templateQueueName": "T_TEMPLATE", "submitter": {"logDir": "/e"}},
         "PARTIAL": {"submitter": {"logBaseURL": "https://p/logs", "logDir": "/p"}},
-        "NO_TEMPLATE": {"templateQueueName": "GONE_TEMPLATE", "submitter": {"logDir": "/x"}},
+        "TEMPLATE_GONE": {"templateQueueName": "GONE_TEMPLATE", "submitter": {"logDir": "/x"}},
         "NO_SUBMITTER": {"templateQueueName": "T_TEMPLATE", "submitter": None},
     }
     parsed = parse_queue_config(document)
@@ -155,6 +155,7 @@ def test_it_keeps_each_entrys_merged_submitter_for_log_paths_even_when_omitted()
     assert parsed.submitters == {
         "FULL": {"logBaseURL": "https://h/logs", "logDir": "/e"},  # merged key by key
         "PARTIAL": {"logBaseURL": "https://p/logs", "logDir": "/p"},
+        "TEMPLATE_GONE": {"logDir": "/x"},  # its template may be the cacher's: its own
         "NO_SUBMITTER": {},
     }
 

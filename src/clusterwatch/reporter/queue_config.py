@@ -115,8 +115,9 @@ class QueueConfigSet(NamedTuple):
     templates: Tuple[str, ...]
     problems: Tuple[QueueProblem, ...]
     # Each entry's merged `submitter` section, whose `logBaseURL` and `logDir` map a worker's
-    # log URLs to local files; kept also for an entry omitted only for a missing section,
-    # which the cacher's remote configuration (unseen here) may give. Never for a record.
+    # log URLs to local files; kept also for an entry omitted for a missing section or
+    # skipped for its template, which the cacher's remote configuration (unseen here) may
+    # give (then the entry's own section). Never for a record.
     submitters: Dict[str, Dict[str, Any]]
 
     @property
@@ -155,10 +156,12 @@ def parse_queue_config(document: Any) -> QueueConfigSet:
     submitters = {}  # type: Dict[str, Dict[str, Any]]
     for name, entry in entries:
         merged = _merged(name, entry, templates, problems)
+        # Skipped for its template, which may be the cacher's (unseen here), or fatal (the
+        # harvester keeps its old configuration): its logs stay where its own section says.
+        submitter = (merged if merged is not None else entry).get("submitter")
+        submitters[name] = copy.deepcopy(submitter) if isinstance(submitter, dict) else {}
         if merged is None:
             continue
-        submitter = merged.get("submitter")
-        submitters[name] = submitter if isinstance(submitter, dict) else {}
         if _has_mandatory_sections(name, merged, problems):
             queue = _effective(name, entry.get("templateQueueName"), merged, problems)
             if queue is not None:
