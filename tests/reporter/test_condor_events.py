@@ -359,6 +359,27 @@ def test_a_template_naming_another_template_is_not_followed_as_the_harvester_doe
     assert log_path_for("https://h/l/x/grid.1.0.log", submitters["R"]) == "/d/x/grid.1.0.log"
 
 
+def test_a_log_location_in_the_common_section_is_the_submitters_as_in_the_harvester() -> None:
+    """The harvester gives each plugin section that names its `module` and `name` the keys of
+    the merged `common` section it lacks (QueueConfigMapper.load_data)."""
+    common = {"logBaseURL": "https://h/l", "logDir": "/d", "module": "not.this"}
+    document = {
+        "T_TEMPLATE": dict(PLUGINS, common=common),
+        "Q": {"templateQueueName": "T_TEMPLATE",
+              "submitter": {"module": "pandaharvester.s", "name": "HTCondorSubmitter"}},
+        "OWN": dict(PLUGINS, common=common,
+                    submitter={"module": "pandaharvester.s", "name": "S", "logDir": "/own"}),
+        "NO_MODULE": dict(PLUGINS, common=common, submitter={"name": "S"}),
+    }
+    submitters = parse_queue_config(document).submitters
+    url = "https://h/l/x/grid.1.0.log"
+
+    assert log_path_for(url, submitters["Q"]) == "/d/x/grid.1.0.log"
+    assert submitters["Q"]["module"] == "pandaharvester.s"
+    assert log_path_for(url, submitters["OWN"]) == "/own/x/grid.1.0.log"  # its own key wins
+    assert log_path_for(url, submitters["NO_MODULE"]) is None  # the harvester fills none
+
+
 @pytest.mark.parametrize("template", ["REMOTE_TEMPLATE", ["NOT", "A", "NAME"]])
 def test_a_queue_whose_template_is_not_in_the_file_still_maps_its_logs(template: Any) -> None:
     """The harvester looks a templateQueueName up among the local and the cacher's remote

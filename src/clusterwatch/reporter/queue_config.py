@@ -9,6 +9,8 @@ harvester merges them (facts from HSF/harvester at d561b72f, package 0.7.5,
 - a queue naming a template that does not exist is skipped (`Invalid templateQueueName`);
 - a queue starts as a copy of its template; each of its keys replaces the template's, except
   the plugin sections (`submitter`, `monitor`...), which are merged key by key;
+- a plugin section naming its `module` and `name` gets each key of the merged `common`
+  section it lacks (only `submitters` applies this: it holds the log locations);
 - a queue missing one of the mandatory plugin sections is omitted;
 - `queueStatus` unset is `online`, and lower-cased; an `offline` queue is inactive;
 - the limits are sanitised (`queue_limits`).
@@ -158,8 +160,7 @@ def parse_queue_config(document: Any) -> QueueConfigSet:
         merged = _merged(name, entry, templates, problems)
         # Skipped for its template, which may be the cacher's (unseen here), or fatal (the
         # harvester keeps its old configuration): its logs stay where its own section says.
-        submitter = (merged if merged is not None else entry).get("submitter")
-        submitters[name] = copy.deepcopy(submitter) if isinstance(submitter, dict) else {}
+        submitters[name] = _submitter(merged if merged is not None else entry)
         if merged is None:
             continue
         if _has_mandatory_sections(name, merged, problems):
@@ -167,6 +168,22 @@ def parse_queue_config(document: Any) -> QueueConfigSet:
             if queue is not None:
                 queues[name] = queue
     return QueueConfigSet(queues, tuple(sorted(templates)), tuple(problems), submitters)
+
+
+def _submitter(merged: Dict[str, Any]) -> Dict[str, Any]:
+    """The queue's submitter section as its plugin gets it: one naming its `module` and
+    `name` also gets each key of the `common` section it lacks, as harvester fills every
+    plugin section (its `middleware` override is not applied)."""
+    submitter = merged.get("submitter")
+    if not isinstance(submitter, dict):
+        return {}
+    submitter = copy.deepcopy(submitter)
+    common = merged.get("common")
+    if "module" in submitter and "name" in submitter and isinstance(common, dict):
+        for key, value in common.items():
+            if key not in submitter and key not in ("module", "name"):
+                submitter[key] = copy.deepcopy(value)
+    return submitter
 
 
 def _merged(name: str, entry: Dict[str, Any], templates: Dict[str, Dict[str, Any]],
