@@ -466,6 +466,20 @@ def test_it_reads_at_most_the_cap_newest_first_and_the_rest_later(
     assert opens == []
 
 
+def test_a_worker_maps_through_its_computing_site_not_its_batch_queue(
+    log_tree: tuple[Path, dict[str, Any]]
+) -> None:
+    """harvester sets `computingSite` to the queue configuration's name; `work_table.queueName`
+    is the batch system's queue (a submitter may set it), no configuration entry."""
+    root, config = log_tree
+    shutil.copy(FIXTURES / "iso_held.log", root / "26-10-02_18" / "grid.7.0.log")
+    worker = dict(_worker(7, minute=7, log_name="grid.7.0.log"), queueName="regular")
+
+    results, _ = reasons_for_workers([worker], config, {})
+
+    assert results["7"]["source"] == "condor_event_log"
+
+
 def test_it_uses_the_default_cap_of_300(
     log_tree: tuple[Path, dict[str, Any]], opens: list[str]
 ) -> None:

@@ -323,7 +323,8 @@ def reasons_for_workers(
     paths = {}  # type: Dict[str, str]
     for worker in workers:
         key = str(worker.get("workerID"))
-        queue = worker.get("queueName") or worker.get("computingSite") or ""
+        # computingSite is the configuration's queue name; queueName is the batch queue's
+        queue = worker.get("computingSite") or worker.get("queueName") or ""
         url = _batch_log(worker)
         submitter = submitters.get(str(queue), {})
         path = log_path_for(url, submitter, hostname) if url else None
