@@ -15,6 +15,10 @@ as it does now. Queries are counted at the HTTP call. Cold: the render cache is 
 before each request (the PNG is drawn); warm: it holds the PNG (it is served). The two
 modes must give the same PNG: exit status 1 when they do not, or a request fails.
 
+The job's page (`/usage/jobs/<jobid>/`: `load_report` and `job_view`) is measured the same
+way: `before` reads every series to list the plots, `after` (`listing_plots`) reads the
+scrape count alone and takes the list kept with the summary; both must list the same plots.
+
     python benchmarks/bench_usage_plot_queries.py             # a 1-day job, 15 requests each
     python benchmarks/bench_usage_plot_queries.py --quick     # a 2-hour job, 3 requests
 """
@@ -158,6 +162,32 @@ def plot_request(mode: str, metric: str, counted: Counted, cache_dir: Path) -> b
                              report.series_note)
 
 
+def page_request(mode: str, counted: Counted) -> tuple[str, ...]:
+    """What page_views.job_page does for a kept job once the asker may see it: the plots."""
+    from functools import partial
+
+    from clusterwatch.monitor.usage.job_view import job_view
+    from clusterwatch.monitor.usage.report import load_report
+    from clusterwatch.monitor.usage.series import fetch_job_series
+
+    report = load_report(JOBID, with_series=True, fetch=partial(fetch_job_series, http=counted),
+                         listing_plots=mode == "after")
+    assert report.kept, "the job's summary was not kept"
+    return tuple(image.url for image in job_view(report).plots)
+
+
+def measure_page(mode: str, requests: int) -> tuple[Cell, tuple[str, ...]]:
+    cell = Cell()
+    plots: tuple[str, ...] = ()
+    for _ in range(requests):
+        counted = Counted()
+        began = time.perf_counter()
+        plots = page_request(mode, counted)
+        cell.ms.append((time.perf_counter() - began) * 1000)
+        cell.queries.add(counted.calls)
+    return cell, plots
+
+
 def measure(mode: str, metric: str, cold: bool, requests: int, cache_dir: Path) -> Cell:
     cell = Cell()
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -174,7 +204,11 @@ def measure(mode: str, metric: str, cold: bool, requests: int, cache_dir: Path) 
     return cell
 
 
-def run(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, str, bool], Cell]:
+Results = dict[tuple[str, str, bool], Cell]
+Pages = dict[str, tuple[Cell, tuple[str, ...]]]
+
+
+def run(args: argparse.Namespace, workdir: Path) -> tuple[Results, Pages]:
     job = synthetic_job(args.hours, time.time())
     progress(f"backfilling {len(job.series)} series, {job.scrapes} scrapes each")
     with prometheus_with_history(job.series, workdir / "prom") as prometheus:
@@ -190,13 +224,18 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, str, bool], 
                     progress(f"{metric}: {mode}, cache {'cold' if cold else 'warm'}")
                     results[(metric, mode, cold)] = measure(mode, metric, cold,
                                                             args.requests, workdir / "cache")
-    return results
+        pages = {}
+        for mode in MODES:
+            progress(f"the job's page: {mode}")
+            pages[mode] = measure_page(mode, args.requests)
+    return results, pages
 
 
 def report(args: argparse.Namespace, results: Mapping[tuple[str, str, bool], Cell],
-           hours: float) -> int:
+           pages: Pages, hours: float) -> int:
     same = all(results[(m, "before", c)].png == results[(m, "after", c)].png
                for m in METRICS for c in (True, False))
+    same_plots = pages["before"][1] == pages["after"][1] and bool(pages["after"][1])
     print(f"clusterwatch usage reports: /plot of a kept job ({hours:g} h, 8 CPUs, 30 s "
           f"scrapes) against a real Prometheus on 127.0.0.1; {args.requests} requests per "
           f"cell; {os.cpu_count()} CPUs (shared), load average {os.getloadavg()[0]:.2f}")
@@ -209,15 +248,22 @@ def report(args: argparse.Namespace, results: Mapping[tuple[str, str, bool], Cel
             print(f"{metric:<9} {mode:<7} {queries:>7}  {cold.at(0.5):9.1f} {cold.at(0.9):9.1f}"
                   f"  {warm.at(0.5):9.1f} {warm.at(0.9):9.1f}")
     print(f"\nthe same PNG before and after: {'yes' if same else 'NO'}")
-    return 0 if same else 1
+    print(f"\n{'page':<9} {'mode':<7} {'queries':>7}  {'p50':>9} {'p90':>9}   (ms; plots)")
+    for mode in MODES:
+        cell, plots = pages[mode]
+        queries = "/".join(str(q) for q in sorted(cell.queries))
+        print(f"{'job page':<9} {mode:<7} {queries:>7}  {cell.at(0.5):9.1f} {cell.at(0.9):9.1f}"
+              f"   {len(plots)}")
+    print(f"the same plots listed before and after: {'yes' if same_plots else 'NO'}")
+    return 0 if same and same_plots else 1
 
 
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cw-bench-plot-") as scratch:
         workdir = args.workdir or Path(scratch)
-        results = run(args, workdir)
-    return report(args, results, args.hours)
+        results, pages = run(args, workdir)
+    return report(args, results, pages, args.hours)
 
 
 if __name__ == "__main__":

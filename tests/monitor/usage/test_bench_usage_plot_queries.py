@@ -1,6 +1,7 @@
 """benchmarks/bench_usage_plot_queries.py runs end to end on a short job (a real Prometheus
 with backfilled history, Django, the render cache), so the benchmark cannot rot, and its
-figures say what the fix is for: fewer queries per plot, the same PNG."""
+figures say what the fix is for: fewer queries per plot, the same PNG; one query for the kept
+job's page, the same plots."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def test_it_runs_a_short_job_end_to_end(tmp_path: Path) -> None:
     for metric in load_benchmark("bench_usage_plot_queries").METRICS:
         assert rows[(metric, "before")] == "19"
         assert rows[(metric, "after")] == str(len(METRICS[metric].keys) + 1)
+    pages = {line.split()[2]: line.split()[3:] for line in done.stdout.splitlines()
+             if line.startswith("job page ")}
+    assert pages["before"][0] == "19" and pages["after"][0] == "1"
+    assert pages["before"][-1] == pages["after"][-1] != "0"  # as many plots
+    assert "the same plots listed before and after: yes" in done.stdout
 
 
 def test_it_refuses_a_job_of_no_length() -> None:

@@ -1,22 +1,31 @@
 """/plot/<jobid>/<metric> asks Prometheus only for what the plot draws: a kept job's plot reads
 its metric's series and the scrape count, nothing else, so a job page with ten plots no longer
-sends 19 queries per plot. A job not kept yet still reads everything (its document is
+sends 19 queries per plot; the kept job's page itself reads only the scrape count, its plots
+listed when it was kept. A job not kept yet still reads everything (its document is
 analysed from them), and a changed reading still draws a new image: the render cache never
 serves a plot of series Prometheus no longer holds."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils.html import escape
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.plot_metrics import ALIASES, METRICS, series_keys
+from clusterwatch.monitor.usage.plot_metrics import (
+    ALIASES,
+    METRICS,
+    measured_metrics,
+    series_keys,
+)
 from clusterwatch.monitor.usage.plots import render_plot
-from clusterwatch.monitor.usage.series import SPECS, fetch_job_series, selector
+from clusterwatch.monitor.usage.report import SERIES_GONE
+from clusterwatch.monitor.usage.series import SPECS, JobSeries, fetch_job_series, selector
 from tests.monitor.usage.site import UsageSite
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +132,56 @@ def test_it_refuses_keys_of_an_unknown_metric() -> None:
     with pytest.raises(ValueError, match="unknown metric"):
         series_keys("jobs_nonsense")
     assert series_keys("jobs_rss") == series_keys("memory")
+
+
+def page_plots(client: Client, jobid: str = "4242") -> list[str]:
+    answer = client.get(f"/usage/jobs/{jobid}/")
+    assert answer.status_code == 200
+    return re.findall(rf'<img src="/plot/{jobid}/(\w+)"', answer.content.decode())
+
+
+def test_a_kept_jobs_page_asks_only_whether_its_series_are_still_there(
+        usage_site: UsageSite) -> None:
+    """The plots were listed when the job was kept: its page sends the scrape count alone
+    (one query instead of 19) and shows the plots all the series would give."""
+    client = alice()
+    kept_job(usage_site, client)
+    kept = KeptSummary.objects.get(jobid="4242")
+    assert kept.plot_metrics == list(measured_metrics(kept_series(usage_site)))
+    assert len(kept.plot_metrics) >= 8  # every series has values: most metrics plot
+    usage_site.prometheus.queries.clear()
+    assert page_plots(client) == kept.plot_metrics
+    ranges, instants = asked(usage_site)
+    assert ranges == set() and len(usage_site.prometheus.queries) == 1
+    assert instants == [f"count_over_time({selector('jobs_info', '4242')}[3630s])"]
+
+
+@pytest.mark.parametrize("listed", [None, "cpu", ["cpu", "no_such_metric"], [3]])
+def test_a_summary_kept_without_a_usable_list_reads_the_series_for_its_page(
+        usage_site: UsageSite, listed: object) -> None:
+    """Kept before the list existed (null), or damaged in the database: the page reads every
+    series, as it did, and still shows the right plots."""
+    client = alice()
+    kept_job(usage_site, client)
+    expected = KeptSummary.objects.get(jobid="4242").plot_metrics
+    KeptSummary.objects.filter(jobid="4242").update(plot_metrics=listed)
+    assert page_plots(client) == expected
+    ranges, _ = asked(usage_site)
+    assert ranges == set(METRIC_OF.values())
+
+
+def test_a_kept_jobs_page_says_when_retention_dropped_the_series(usage_site: UsageSite) -> None:
+    client = alice()
+    _, end = kept_job(usage_site, client)
+    usage_site.prometheus.forget_before(end + 3600)
+    answer = client.get("/usage/jobs/4242/")
+    assert answer.status_code == 200 and "/plot/4242/" not in answer.content.decode()
+    assert escape(SERIES_GONE) in answer.content.decode()
+    assert len(usage_site.prometheus.queries) == 1
+
+
+def kept_series(site: UsageSite) -> JobSeries:
+    document = KeptSummary.objects.get(jobid="4242").document
+    moments = [datetime.fromisoformat(document[key].replace("Z", "+00:00"))
+               for key in ("start", "end")]
+    return fetch_job_series(get_config().prometheus_url, "4242", *moments)

@@ -45,14 +45,17 @@ def json_error(status: int, message: str) -> JsonResponse:
 
 
 def fetch_report(request: HttpRequest, jobid: str, *, with_series: bool,
-                 series_keys: Optional[Set[str]] = None) -> UsageReport:
-    """The report for the asker of `request`, or a Refusal. `series_keys`: load_report's."""
+                 series_keys: Optional[Set[str]] = None,
+                 listing_plots: bool = False) -> UsageReport:
+    """The report for the asker of `request`, or a Refusal. `series_keys`, `listing_plots`:
+    load_report's."""
     user = asker(request)
     if user is None:
         raise Refusal(403, LOGIN_NEEDED)
     try:
         return load_report(jobid, with_series=with_series,
-                           visible=visibility(user, get_config()), series_keys=series_keys)
+                           visible=visibility(user, get_config()), series_keys=series_keys,
+                           listing_plots=listing_plots)
     except InvalidJobId as exc:
         raise Refusal(400, str(exc)) from None
     except UnknownJob:

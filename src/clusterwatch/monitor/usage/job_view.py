@@ -127,10 +127,16 @@ def memory_kinds(document: UsageDocument) -> tuple[MemoryKind, ...]:
 def _plots(report: UsageReport) -> tuple[Image, ...]:
     jobid = report.document["jobid"]
     width, height = (round(side * DPI) for side in PLOT_SIZE_IN)
+    if report.series is None:
+        names: tuple[str, ...] = ()
+    elif report.plot_metrics is not None:
+        names = report.plot_metrics  # listed when kept: only the scrape count was read
+    else:
+        names = measured_metrics(report.series)
     return tuple(
         Image(f"/plot/{jobid}/{name}", METRICS[name].title,
               f"{METRICS[name].title} of job {jobid} over its life", width, height)
-        for name in measured_metrics(report.series))
+        for name in names)
 
 
 def _pie(document: UsageDocument) -> Optional[Image]:

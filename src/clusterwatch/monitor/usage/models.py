@@ -23,6 +23,10 @@ class KeptSummary(models.Model):
     # Space-separated warning codes: the staff page filters on them without parsing JSON.
     warning_codes = models.CharField(max_length=400, blank=True)
     document = models.JSONField()
+    # The metrics with a plot when it was kept (plot_metrics.measured_metrics): the job page
+    # then asks Prometheus only whether the series are still there, not for all 18 of them.
+    # Null for a summary kept before it was added: its page reads the series as before.
+    plot_metrics = models.JSONField(null=True)
     kept_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

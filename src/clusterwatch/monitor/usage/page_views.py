@@ -99,7 +99,7 @@ def problem(request: HttpRequest, refusal: Refusal, next_step: str) -> HttpRespo
 @usage_page(JOB_HINTS)
 def job_page(request: HttpRequest, jobid: str) -> HttpResponse:
     """/usage/jobs/<jobid>/: what the job asked for and used, the advice and the plots."""
-    report = fetch_report(request, jobid, with_series=True)
+    report = fetch_report(request, jobid, with_series=True, listing_plots=True)
     return render(request, "usage/job.html", {"job": job_view(report)})
 
 

@@ -21,6 +21,7 @@ from clusterwatch.monitor.usage.accounting import Accounting, JobRecord, Unknown
 from clusterwatch.monitor.usage.analysis import analyse
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
 from clusterwatch.monitor.usage.models import KeptSummary
+from clusterwatch.monitor.usage.plot_metrics import METRICS, measured_metrics
 from clusterwatch.monitor.usage.prometheus_api import PrometheusError
 from clusterwatch.monitor.usage.series import JobSeries, fetch_job_series
 from clusterwatch.monitor.usage.sources import accounting
@@ -58,18 +59,24 @@ class UsageReport:
     series: Optional[JobSeries]  # None: not available (series_note says why)
     series_note: Optional[str]
     kept: bool  # the document came from the kept summary
+    # The metrics with a plot, as listed when the job was kept; None: measured_metrics of
+    # `series` says (a job not kept yet, or kept before the list was). Ignored without series.
+    plot_metrics: Optional[tuple[str, ...]] = None
 
 
 def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visibility] = None,
                 config: Optional[UsageConfig] = None, source: Optional[Accounting] = None,
                 now: Optional[datetime] = None,
                 fetch: FetchSeries = fetch_job_series,
-                series_keys: Optional[Set[str]] = None) -> UsageReport:
+                series_keys: Optional[Set[str]] = None,
+                listing_plots: bool = False) -> UsageReport:
     """The report of `jobid`. InvalidJobId, UnknownJob (NotVisible when `visible` refuses),
     AccountingFailed/AccountingConfigError, MetricsUnavailable.
 
     `series_keys`: of a kept job, only these series are read (None: all; one plot needs one
-    to four). A job not kept yet reads them all whatever it says: its analysis needs them."""
+    to four). A job not kept yet reads them all whatever it says: its analysis needs them.
+    `listing_plots`: the caller needs only which plots the job has (the job page); a kept job
+    that lists them reads just the scrape count, to tell whether its series are still there."""
     config = config or get_config()
     now = now or timezone.now()
     check_jobid(jobid)
@@ -87,13 +94,23 @@ def load_report(jobid: str, *, with_series: bool = True, visible: Optional[Visib
     _check_visible(visible, document["user"], document["account"], jobid)
     if not with_series:
         return UsageReport(document, None, None, kept=True)
-    series, note = _series_of_kept(document, config, fetch, series_keys)
-    return UsageReport(document, series, note, kept=True)
+    plots = _listed_plots(kept)
+    keys = frozenset() if listing_plots and plots is not None else series_keys
+    series, note = _series_of_kept(document, config, fetch, keys)
+    return UsageReport(document, series, note, kept=True, plot_metrics=plots)
 
 
 def _usable(kept: Optional[KeptSummary]) -> Optional[KeptSummary]:
     # A damaged or older document counts as none: the job is reported again, and kept anew.
     return kept if kept is not None and kept_document(kept.document) is not None else None
+
+
+def _listed_plots(kept: KeptSummary) -> Optional[tuple[str, ...]]:
+    # A list damaged in the database counts as none: the series are read to find the plots.
+    names = kept.plot_metrics
+    if isinstance(names, list) and all(name in METRICS for name in names):
+        return tuple(names)
+    return None
 
 
 def _check_visible(visible: Optional[Visibility], user: str, account: str, jobid: str) -> None:
@@ -123,7 +140,7 @@ def _live_report(job: JobRecord, config: UsageConfig, now: datetime,
     summary = analyse(job, series, config.thresholds)
     document = usage_document(job, summary, rules.check(job, summary, config.thresholds))
     if _final(job, config, now):
-        _keep(job, document)
+        _keep(job, document, measured_metrics(series) if summary.measured else ())
     note = None if summary.measured else (SERIES_NOT_MEASURED if series is None
                                           else summary.notes[-1])
     return UsageReport(document, series if summary.measured else None, note, kept=False)
@@ -135,13 +152,14 @@ def _final(job: JobRecord, config: UsageConfig, now: datetime) -> bool:
     return now >= job.end + timedelta(seconds=KEEP_AFTER_SCRAPES * config.scrape_interval_s)
 
 
-def _keep(job: JobRecord, document: UsageDocument) -> None:
+def _keep(job: JobRecord, document: UsageDocument, plots: tuple[str, ...]) -> None:
     warnings = " ".join(w["code"] for w in document["warnings"])
     fields = {"user": job.user[:64], "account": job.account[:64], "state": job.state[:32],
               "start": job.start, "end": job.end,
               "cpu_efficiency": document["cpu_efficiency"],
               "memory_efficiency": document["memory_efficiency"],
-              "warning_codes": warnings[:400], "document": dict(document)}
+              "warning_codes": warnings[:400], "document": dict(document),
+              "plot_metrics": list(plots)}
     # Two workers may keep the same job at once: get_or_create inserts in a transaction of its
     # own and reads the other's row if it lost. No atomic block around it: one that read and
     # then wrote would fail with "database is locked" on SQLite when another process wrote
