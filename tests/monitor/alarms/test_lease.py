@@ -74,7 +74,9 @@ def evaluate(data_dir: Path) -> subprocess.Popen[str]:
 
 def test_it_lets_one_of_two_concurrent_runs_deliver(monitor: tuple[Path, HttpRecorder]) -> None:
     data_dir, slack = monitor
-    slack.enqueue(SlackResponses.timeout(delay=3.0))  # keeps the first run inside delivery
+    # Keeps the first run inside delivery until the second has started (a new Python and
+    # Django, seconds on a loaded machine) and met the lease; the channel's timeout_s is 20.
+    slack.enqueue(SlackResponses.timeout(delay=10.0))
     first = evaluate(data_dir)
     slack.wait_for(timeout=60)
     second = evaluate(data_dir)
