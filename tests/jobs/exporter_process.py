@@ -31,6 +31,7 @@ from clusterwatch.loopback.services import free_port, stop_process, track
 from tests.jobs.fake_tree import Tree
 
 START_TIMEOUT_S = 20.0
+PORT_ATTEMPTS = 3  # a port found free may be taken before serve binds it
 SeriesKey = tuple[str, frozenset[tuple[str, str]]]
 
 
@@ -124,31 +125,51 @@ def served(tree: Tree, need_binary: Callable[[str], str], log_dir: Path, *,
     """`clusterwatch jobs serve` on the tree, up (its port accepts connections) until the
     block ends; then stopped with SIGTERM, which must end it with status 0. Being up is
     checked with bare connections, which never cost a collection."""
-    port = free_port()
-    log_path = log_dir / f"serve-{port}.log"
-    command = _command(console_script(need_binary), "serve", tree, unprivileged, need_binary,
-                       ["--listen", f"127.0.0.1:{port}"])
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   preexec_fn=_limits(memory_limit))
-    track(process)
-    exporter = Exporter(process, port, log_path)
+    exporter = _start(tree, need_binary, log_dir, unprivileged, memory_limit)
     try:
-        _wait_listening(exporter)
         yield exporter
-        process.terminate()
-        assert process.wait(10) == 0, exporter.log()
+        exporter.process.terminate()
+        assert exporter.process.wait(10) == 0, exporter.log()
     finally:
+        stop_process(exporter.process)
+
+
+def _start(tree: Tree, need_binary: Callable[[str], str], log_dir: Path,
+           unprivileged: bool, memory_limit: Optional[int]) -> Exporter:
+    """Serving on a free port: another one when something took the port between the
+    probe and serve's bind (as the loopback harness's services do)."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = free_port()
+        log_path = log_dir / f"serve-{port}.log"
+        command = _command(console_script(need_binary), "serve", tree, unprivileged,
+                           need_binary, ["--listen", f"127.0.0.1:{port}"])
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                       preexec_fn=_limits(memory_limit))
+        track(process)
+        exporter = Exporter(process, port, log_path)
+        try:
+            if _wait_listening(exporter):
+                return exporter
+        except BaseException:
+            stop_process(process)
+            raise
         stop_process(process)
+        log = exporter.log()
+        assert attempt < PORT_ATTEMPTS and "address already in use" in log.lower(), (
+            f"serve exited: {log}")
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _wait_listening(exporter: Exporter) -> None:
+def _wait_listening(exporter: Exporter) -> bool:
+    """True once serve's port accepts connections; False when serve exited first."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
-        assert exporter.process.poll() is None, f"serve exited: {exporter.log()}"
+        if exporter.process.poll() is not None:
+            return False
         try:
             socket.create_connection(("127.0.0.1", exporter.port), timeout=1).close()
-            return
+            return True
         except OSError:
             assert time.monotonic() < deadline, f"serve not up: {exporter.log()}"
             time.sleep(0.05)
