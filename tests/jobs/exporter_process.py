@@ -125,7 +125,24 @@ def served(tree: Tree, need_binary: Callable[[str], str], log_dir: Path, *,
     """`clusterwatch jobs serve` on the tree, up (its port accepts connections) until the
     block ends; then stopped with SIGTERM, which must end it with status 0. Being up is
     checked with bare connections, which never cost a collection."""
-    exporter = _start(tree, need_binary, log_dir, unprivileged, memory_limit)
+    def command(port: int) -> list[str]:
+        return _command(console_script(need_binary), "serve", tree, unprivileged, need_binary,
+                        ["--listen", f"127.0.0.1:{port}"])
+
+    with serving(command, lambda port: log_dir / f"serve-{port}.log",
+                 _limits(memory_limit)) as exporter:
+        yield exporter
+
+
+@contextlib.contextmanager
+def serving(command: Callable[[int], list[str]], log_path: Callable[[int], Path],
+            preexec_fn: Optional[Callable[[], None]] = None) -> Iterator[Exporter]:
+    """`command(port)` (a `clusterwatch jobs serve` listening on 127.0.0.1:port) on a free
+    port, its output in `log_path(port)`, up until the block ends; then stopped with
+    SIGTERM, which must end it with status 0. Started again on another port when something
+    took the port between the probe and serve's bind (as the loopback harness's services
+    are)."""
+    exporter = _start(command, log_path, preexec_fn)
     try:
         yield exporter
         exporter.process.terminate()
@@ -134,20 +151,15 @@ def served(tree: Tree, need_binary: Callable[[str], str], log_dir: Path, *,
         stop_process(exporter.process)
 
 
-def _start(tree: Tree, need_binary: Callable[[str], str], log_dir: Path,
-           unprivileged: bool, memory_limit: Optional[int]) -> Exporter:
-    """Serving on a free port: another one when something took the port between the
-    probe and serve's bind (as the loopback harness's services do)."""
+def _start(command: Callable[[int], list[str]], log_path: Callable[[int], Path],
+           preexec_fn: Optional[Callable[[], None]]) -> Exporter:
     for attempt in range(1, PORT_ATTEMPTS + 1):
         port = free_port()
-        log_path = log_dir / f"serve-{port}.log"
-        command = _command(console_script(need_binary), "serve", tree, unprivileged,
-                           need_binary, ["--listen", f"127.0.0.1:{port}"])
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                       preexec_fn=_limits(memory_limit))
+        with log_path(port).open("wb") as log:
+            process = subprocess.Popen(command(port), stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
         track(process)
-        exporter = Exporter(process, port, log_path)
+        exporter = Exporter(process, port, log_path(port))
         try:
             if _wait_listening(exporter):
                 return exporter

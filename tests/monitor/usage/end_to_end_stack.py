@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,11 +25,8 @@ from clusterwatch.loopback.services import (
     LOOPBACK,
     MissingComponent,
     free_port,
-    log_tail,
     prometheus,
     require_binary,
-    stop_process,
-    track,
 )
 from clusterwatch.loopback.slurm import (
     SlurmCluster,
@@ -42,7 +38,7 @@ from clusterwatch.loopback.slurmdbd import check_accounting_binaries
 from clusterwatch.loopback.smtp import SmtpServer
 from clusterwatch.monitor.usage.report import KEEP_AFTER_SCRAPES
 from tests.components import need_binary, unavailable
-from tests.jobs.exporter_process import console_script
+from tests.jobs.exporter_process import console_script, serving
 from tests.monitor.usage.end_to_end_jobs import (
     RanJob,
     release,
@@ -51,7 +47,6 @@ from tests.monitor.usage.end_to_end_jobs import (
 )
 
 SCRAPE_INTERVAL_S = 1
-EXPORTER_PORT_ATTEMPTS = 3  # a port found free may be taken before serve binds it
 JOB_TIMEOUT_S = 150.0  # the three jobs run one after another, ~33 s each
 USER = "cwjobtest"  # the cluster's job user, and a local account of the monitor
 MAIL_DOMAIN = "example.org"
@@ -138,48 +133,8 @@ def running_stack(workdir: Path) -> Iterator[Stack]:
 def job_exporter(log_path: Path) -> Iterator[str]:
     """`clusterwatch jobs serve` on the machine's cgroups and /proc; yields host:port. It must
     end with status 0 on SIGTERM."""
-    process, address = _start_exporter(log_path)
-    try:
-        yield address
-        process.terminate()
-        assert process.wait(10) == 0, log_tail(log_path)
-    finally:
-        stop_process(process)
+    def command(port: int) -> list[str]:
+        return [console_script(need_binary), "jobs", "serve", "--listen", f"{LOOPBACK}:{port}"]
 
-
-def _start_exporter(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Serving on a free port: another one when something took the port between the probe
-    and serve's bind (as the loopback harness's services do)."""
-    for attempt in range(1, EXPORTER_PORT_ATTEMPTS + 1):
-        address = f"{LOOPBACK}:{free_port()}"
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [console_script(need_binary), "jobs", "serve", "--listen", address],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        track(process)
-        try:
-            if _wait_listening(process, address, log_path):
-                return process, address
-        except BaseException:
-            stop_process(process)
-            raise
-        stop_process(process)
-        tail = log_tail(log_path)
-        assert attempt < EXPORTER_PORT_ATTEMPTS and "address already in use" in tail.lower(), (
-            f"the exporter exited: {tail}")
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _wait_listening(process: subprocess.Popen[bytes], address: str, log_path: Path) -> bool:
-    """True once the exporter's port accepts connections; False when it exited first."""
-    host, port = address.rsplit(":", 1)
-    deadline = time.monotonic() + 20
-    while True:
-        if process.poll() is not None:
-            return False
-        try:
-            socket.create_connection((host, int(port)), timeout=1).close()
-            return True
-        except OSError:
-            assert time.monotonic() < deadline, f"the exporter is not up: {log_tail(log_path)}"
-            time.sleep(0.05)
+    with serving(command, lambda port: log_path) as exporter:
+        yield f"{LOOPBACK}:{exporter.port}"
