@@ -39,8 +39,8 @@ from tests.integration.test_monitor_browser import ARTIFACTS, visible_text
 from tests.integration.test_monitor_remote_harvester_chain import CREATE_OPERATOR, LATEST
 from tests.integration.test_monitor_scenario import Scenario, python3  # noqa: F401 - fixture
 from tests.monitor.usage.chromium_pipe import Chromium
-from tests.reporter.admission_support import FILES
 from tests.reporter.test_main_admission import BASE, ROWS, SUBDIR
+from tests.support.admission_section import FILES
 
 pytestmark = pytest.mark.integration
 DB_PASSWORD = "telemetry 'pw' %% #2"

@@ -14,8 +14,8 @@ from clusterwatch.loopback import slurm, slurmdbd
 from clusterwatch.loopback.mariadb import MariaDBMissing
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.slurm import ClusterSettings, SlurmCluster
-from tests.loopback.slurm_prerequisites import require_slurm
 from tests.loopback.test_slurm import conf_lines, settings
+from tests.support.slurm_prerequisites import require_slurm
 
 
 def test_it_leaves_accounting_off_unless_asked(tmp_path: Path) -> None:

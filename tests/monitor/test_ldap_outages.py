@@ -33,7 +33,7 @@ from tests.monitor.ldap_support import (
     refused,
     running_directory,
 )
-from tests.reporter.tls import CA, make_ca, make_server_cert
+from tests.support.tls import CA, make_ca, make_server_cert
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 DIRECTORY_DOWN = b"the directory server (LDAP) did not answer or refused the request"

@@ -30,7 +30,7 @@ from clusterwatch.loopback.monitor_server import MonitorServer
 from clusterwatch.loopback.services import MissingComponent, require_binary
 from clusterwatch.monitor import gunicorn_conf
 from tests.monitor.served_support import latest, now, post, record_body, served, token_for
-from tests.reporter.tls import make_ca, make_server_cert
+from tests.support.tls import make_ca, make_server_cert
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,7 @@ from typing import Any, Optional
 
 from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.delivery import deliver
-
-from .tls import MonitorServer
+from tests.support.tls import MonitorServer
 
 TOKEN = "tok-3f9a1c7e5b2d"
 T0 = 1_790_000_000.0

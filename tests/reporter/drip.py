@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Optional
 
-from tests.reporter.tls import ServerCert
+from tests.support.tls import ServerCert
 
 ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
           b"Content-Length: 12\r\nConnection: close\r\n\r\n{\"ok\": true}")

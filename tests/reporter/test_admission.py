@@ -12,8 +12,7 @@ import pytest
 from clusterwatch.reporter import admission_evidence as ae
 from clusterwatch.reporter.admission import classify
 from clusterwatch.reporter.admission_collect import AdmissionSettings, build_section
-
-from .admission_support import FILES
+from tests.support.admission_section import FILES
 
 BASE = "https://harvester.example.org/condor_logs"
 QUEUE = "BNL_OSG_1"

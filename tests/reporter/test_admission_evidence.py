@@ -9,8 +9,7 @@ import pytest
 
 from clusterwatch.reporter import admission_evidence as ae
 from clusterwatch.reporter.admission_evidence import event_log_evidence, worker_evidence
-
-from .admission_support import FILES, LIFETIME, STARTUP
+from tests.support.admission_section import FILES, LIFETIME, STARTUP
 
 
 def _expected(slot: Any, busy: Any, execute: Any, universe: str, missing: dict[str, str],

@@ -16,9 +16,9 @@ import pytest
 from clusterwatch.reporter import buffer as buffer_module
 from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.delivery import deliver
+from tests.support.tls import MonitorServer
 
 from .delivery_support import T0, TOKEN, Clock, run_once, seqs
-from .tls import MonitorServer
 
 
 def test_it_keeps_only_the_newest_set_aside_records(

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tls import MonitorServer
+
 from .test_main import Host
-from .tls import MonitorServer
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("clusterwatch")
 

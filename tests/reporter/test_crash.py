@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from clusterwatch.reporter import main as reporter_main
+from tests.support.tls import MonitorServer
 
 from .test_build import app  # noqa: F401 - the zipapp, built once per module
 from .test_main import FETCH_OK, Host
-from .tls import MonitorServer
 
 LINES = 3
 

@@ -17,7 +17,7 @@ from clusterwatch.reporter.delivery import deliver
 from clusterwatch.reporter.envfile import ConfigError
 from tests.components import need_binary
 from tests.reporter.drip import DripRelay, DripServer
-from tests.reporter.tls import CA, MonitorServer, make_ca, make_server_cert
+from tests.support.tls import CA, MonitorServer, make_ca, make_server_cert
 
 from .delivery_support import TOKEN, Clock, run_once, seqs
 

@@ -14,8 +14,7 @@ from clusterwatch.reporter.launcher_stderr import (
     read_head,
     stderr_evidence,
 )
-
-from .admission_support import FILES, LIFETIME, STARTUP
+from tests.support.admission_section import FILES, LIFETIME, STARTUP
 
 NO_LINE = "no line of the launcher's stderr matched"
 

@@ -20,9 +20,9 @@ from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.build import build
 from clusterwatch.reporter.record import load_schema
+from tests.support.tls import CA, MonitorServer, make_ca, make_server_cert
 
 from .test_harvester_db import mariadb  # noqa: F401 - the session's MariaDB fixture
-from .tls import CA, MonitorServer, make_ca, make_server_cert
 
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())
 

@@ -16,8 +16,8 @@ import pytest
 from clusterwatch.loopback.mariadb import MariaDB, create_harvester_schema, insert_sql
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.build import build
+from tests.support.admission_section import FILES
 
-from .admission_support import FILES
 from .test_harvester_db import NOW, PASSWORD, USER, mariadb, write_cfg  # noqa: F401
 from .test_main import Host, validate
 

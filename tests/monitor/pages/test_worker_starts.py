@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.monitor.records import QUEUE, as_key, example, recent, store, with_database
-from tests.reporter.admission_support import built_section
+from tests.support.admission_section import built_section
 
 from .test_views import text_of
 

@@ -1,4 +1,4 @@
-"""What the PanDA view's tests share: a throwaway CA (tests/reporter/tls.py's helper, with the
+"""What the PanDA view's tests share: a throwaway CA (tests/support/tls.py's helper, with the
 `openssl` command line), the loopback IRI API over HTTPS with it, and a client that trusts it.
 
 In-process tests use `trusting` (the seam's TLS context given the test CA, verified as any
@@ -17,7 +17,7 @@ from clusterwatch.loopback.fake_iri import FakeIri
 from clusterwatch.notify import deadline
 from tests.components import need_binary
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
-from tests.reporter.tls import ServerCert, make_ca, make_server_cert
+from tests.support.tls import ServerCert, make_ca, make_server_cert
 
 
 @pytest.fixture(scope="session")

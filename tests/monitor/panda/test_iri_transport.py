@@ -20,7 +20,7 @@ from clusterwatch.loopback.services import free_port
 from clusterwatch.monitor.panda.iri_client import view_file
 from clusterwatch.monitor.panda.iri_errors import IriError
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN, token_file
-from tests.reporter.tls import ServerCert
+from tests.support.tls import ServerCert
 
 TIMEOUT = 1.5
 MARGIN = 1.0

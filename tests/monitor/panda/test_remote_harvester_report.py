@@ -27,7 +27,7 @@ from tests.monitor.panda.iri_support import CONFIG_PATH, RESOURCE, TOKEN, token_
 from tests.monitor.panda.panda_tables import fill, fresh_database, running_server, shifted
 from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, NOW, PERLMUTTER_CONFIG
 from tests.monitor.panda.test_remote_record import assert_valid, perlmutter_rows
-from tests.reporter.tls import ServerCert
+from tests.support.tls import ServerCert
 
 pytestmark = pytest.mark.integration
 CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))

@@ -17,7 +17,7 @@ from clusterwatch.monitor.record.admission import (
     admission,
 )
 from clusterwatch.monitor.record.host_record import parse_record
-from tests.reporter.admission_support import built_section
+from tests.support.admission_section import built_section
 
 
 def _section(tmp_path: Path) -> dict[str, Any]:

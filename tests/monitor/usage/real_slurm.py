@@ -16,7 +16,7 @@ import pytest
 
 from clusterwatch.loopback import slurm
 from clusterwatch.loopback.slurm import SlurmCluster
-from tests.loopback.slurm_prerequisites import require_slurm
+from tests.support.slurm_prerequisites import require_slurm
 
 USER = slurm.DEFAULT_JOB_USER
 OTHER_USER, OTHER_ACCOUNT = "cwjobother", "cwother"

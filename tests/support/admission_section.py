@@ -16,7 +16,7 @@ from clusterwatch.reporter.launcher_stderr import (
     compile_patterns,
 )
 
-FILES = Path(__file__).resolve().parent / "admission_files"
+FILES = Path(__file__).resolve().parents[1] / "reporter" / "admission_files"
 STARTUP = compile_patterns([DEFAULT_STARTUP_PATTERN], STARTUP_GROUPS, "--startup-pattern")
 LIFETIME = compile_patterns([DEFAULT_LIFETIME_PATTERN], LIFETIME_GROUPS, "--lifetime-pattern")
 BASE = "https://h.example.org/logs"
