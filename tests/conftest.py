@@ -2,14 +2,81 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
+from clusterwatch.loopback.mariadb import MariaDB
 from tests.components import need_binary as _need_binary  # the fixture below has its name
+from tests.support import admission_db as admission
+from tests.support import harvester_db, tiers, workers
+from tests.support.harvester_host import Host
+from tests.support.reporter_zipapp import build_zipapp
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    tiers.guard_private_database()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m and -k deselect by the markers given here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tiers.mark(items)  # monitor_db and service: what each test reaches, see tests/support/tiers
+    workers.group_by_module(config, items)  # one xdist worker per module: tests/support/workers
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    tiers.running(item)
+    try:
+        return (yield)
+    finally:
+        tiers.running(None)
 
 
 @pytest.fixture
 def need_binary() -> Callable[[str], str]:
     """`need_binary("prometheus")` returns the binary's path, or fails/skips."""
     return _need_binary
+
+
+@pytest.fixture
+def operator(client: Any, django_user_model: Any) -> Any:
+    """pytest-django's client, logged in (in process) as a new user `operator`: the monitor's
+    pages in tests/monitor and the integration chains that end on one."""
+    user = django_user_model.objects.create_user("operator", password="a long pass phrase")
+    client.force_login(user)
+    return client
+
+
+# --- services that test folders share: each started once per run (per xdist worker) -----
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
+    """The harvester's MariaDB (tests/support/harvester_db.py): its schemas are read, never
+    changed; a test that needs other rows makes its own schema on this server."""
+    with harvester_db.seeded_server(tmp_path_factory.mktemp("mariadb")) as db:
+        yield db
+
+
+@pytest.fixture(scope="session")
+def admission_db(mariadb: MariaDB) -> MariaDB:
+    """The same server with the admission tests' work_table (and a schema without one)."""
+    admission.create_schemas(mariadb)
+    return mariadb
+
+
+@pytest.fixture
+def admission_host(tmp_path: Path, admission_db: MariaDB,
+                   monkeypatch: pytest.MonkeyPatch) -> Host:
+    """A harvester host at NOW reading admission_db, with the workers' condor event logs and
+    launcher stderr on disk: the reporter tests' and the worker-starts page's."""
+    return admission.host_reading(tmp_path, admission_db, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def zipapp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reporter's zipapp built by the installed console script, once per run."""
+    return build_zipapp(tmp_path_factory.mktemp("zipapp"))
