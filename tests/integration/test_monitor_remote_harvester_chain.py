@@ -27,7 +27,8 @@ from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, 
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.monitor.panda.panda_settings import PASSWORD_SETTING
 from tests.components import need_binary
-from tests.integration.test_monitor_browser import ARTIFACTS, visible_text
+from tests.integration.browser_support import ARTIFACTS, visible_text
+from tests.integration.scenario_support import CREATE_OPERATOR, LATEST
 from tests.monitor.panda.panda_tables import fill, fresh_database, running_server, shifted
 from tests.monitor.panda.remote_rows import (
     DROPPED,
@@ -44,17 +45,6 @@ from tests.monitor.usage.chromium_pipe import Chromium
 
 pytestmark = pytest.mark.integration
 CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))
-CREATE_OPERATOR = """
-import os
-from django.contrib.auth.models import User
-User.objects.create_user("operator", password=os.environ["CW_TEST_PASSWORD"])
-"""
-LATEST = """
-import json
-import re
-from clusterwatch.monitor.models import LatestReport
-print(json.dumps([row.report.record for row in LatestReport.objects.filter(key=%r)]))
-"""
 
 
 @dataclass(frozen=True)

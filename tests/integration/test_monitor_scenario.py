@@ -16,17 +16,12 @@ database of that server, so this runs against PostgreSQL too.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import html
 import json
-import math
 import os
 import re
-import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,73 +29,24 @@ import pytest
 from clusterwatch.loopback import harvester_logs as logs
 from clusterwatch.loopback import harvester_scenario as scenario
 from clusterwatch.loopback.harvester_scenario import Harvester, write_private
-from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, HttpRecorder, fake_slack
+from clusterwatch.loopback.http_recorder import SLACK_WEBHOOK_PATH, fake_slack
 from clusterwatch.loopback.monitor_client import Session
-from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
+from clusterwatch.loopback.monitor_server import monitor_server, private_database
+
+from .scenario_support import Scenario
 
 pytestmark = pytest.mark.integration
 
 KEY = "pandaharvester02"
 QUEUES = ("BNL_PanDA_1", "BNL_GPU_1")
 CYCLES = 3  # fetch cycles the harvester logs between two reporter runs
-REPORTER_TIMEOUT_S = 60
 SLACK_TIMEOUT_S = 10
 TRACEBACK = "Traceback (most recent call last):"
-LINE_SPAN_S = 0.45  # a cycle's first line is logged up to 0.42 s before its moment
 QUEUE_STEP_S = 0.12  # between two queues' fetches in one cycle
 OPERATOR = "operator"
 _CREATE_OPERATOR = ("import os\nfrom django.contrib.auth import get_user_model\n"
                     f"get_user_model().objects.create_user({OPERATOR!r}, "
                     "password=os.environ['SCENARIO_PASSWORD'])\n")
-# Only what cron would give the reporter: no proxy (the monitor is on loopback) and none of
-# the caller's monitor or reporter settings.
-_NOT_PASSED = re.compile(r"^(?:CLUSTERWATCH_|SWF_|DJANGO_)|proxy$", re.IGNORECASE)
-
-
-@dataclasses.dataclass
-class Scenario:
-    """The running parts and what has been said so far (for the leak checks)."""
-
-    server: MonitorServer
-    slack: HttpRecorder
-    host: Harvester
-    python3: str
-    app: Path
-    volume: str
-    token: str = ""
-    outputs: list[str] = dataclasses.field(default_factory=list)
-    last_run_ended: float = 0.0
-    next_run_at: float = 0.0
-
-    def interval(self) -> tuple[float, float]:
-        """(start, end) for the harvester's lines before the next run: from the end of the
-        previous run to a whole second at least a second away, when the next one starts."""
-        self.next_run_at = math.floor(max(self.last_run_ended, time.time()) + 1.0) + 1.0
-        return self.last_run_ended + LINE_SPAN_S, self.next_run_at - 0.05
-
-    def report(self) -> None:
-        """One cron run of the zipapp; exit 0 means the record (and any backlog) posted."""
-        # collected_at has whole seconds and "latest" moves only to a newer one, so a run
-        # starts in a later second than the previous one, and after the lines it is to
-        # read were dated: a wait on the clock (under 2 s), not a guess.
-        if self.last_run_ended:
-            start_at = max(self.next_run_at, math.floor(self.last_run_ended) + 1.0)
-            time.sleep(max(0.0, start_at - time.time()))
-        environ = {name: value for name, value in os.environ.items()
-                   if not _NOT_PASSED.search(name)}
-        done = subprocess.run(
-            [self.python3, str(self.app), *self.host.reporter_args([self.volume])],
-            env=environ, capture_output=True, text=True, timeout=REPORTER_TIMEOUT_S,
-            check=False, stdin=subprocess.DEVNULL)
-        self.last_run_ended = time.time()
-        self.outputs.append(done.stdout + done.stderr)
-        assert self.token not in done.stdout + done.stderr, "the reporter printed its token"
-        assert done.returncode == 0, f"reporter exit {done.returncode}: {done.stderr[-2000:]}"
-
-    def manage(self, *arguments: str) -> str:
-        done = self.server.manage(*arguments)
-        self.outputs.append(done.stdout + done.stderr)
-        return done.stdout
 
 
 def page_text(session: Session, path: str) -> str:
@@ -140,27 +86,19 @@ def slack_lines(request_text: str, action: str) -> list[str]:
             if f" {action} panda_unreachable {KEY}:" in line]
 
 
-@pytest.fixture
-def python3(need_binary: Callable[[str], str]) -> str:
-    return need_binary("python3")  # the harvester hosts' interpreter runs the zipapp
-
-
 def test_it_follows_an_unreachable_panda_from_the_harvester_log_to_slack_and_back(
-    tmp_path: Path, python3: str
+    tmp_path: Path, python3: str, zipapp: Path
 ) -> None:
     host = Harvester(KEY, f"{KEY}.sdcc.bnl.gov", "new", QUEUES, None, True, 0,
                      tmp_path / "harvester")
     # Its files, and an hour of failing fetches that the first run only skips past.
     scenario.set_up(host, None, "", time.time())
-    app = tmp_path / "harvester-reporter.pyz"
-    subprocess.run([sys.executable, "-m", "clusterwatch", "reporter", "build", "--output",
-                    str(app)], check=True, capture_output=True, timeout=60)
     data_dir = tmp_path / "monitor"
 
     with private_database(tmp_path) as database, \
             monitor_server(data_dir, database=database, workers=2) as server, \
             fake_slack() as slack:
-        run = Scenario(server, slack, host, python3, app, volume=str(tmp_path))
+        run = Scenario(server, slack, host, python3, zipapp, volume=str(tmp_path))
         # The token, as an operator makes it: printed once, as the last line.
         run.token = server.manage("create_host_token", KEY).stdout.strip().splitlines()[-1]
         host.write_env(server.url, run.token)

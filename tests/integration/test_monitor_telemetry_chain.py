@@ -20,8 +20,6 @@ import json
 import re
 import secrets
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,11 +33,10 @@ from clusterwatch.loopback.http_recorder import fake_slack
 from clusterwatch.loopback.mariadb import MariaDB, MariaDBMissing, binaries, mariadb_server
 from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 from tests.components import unavailable
-from tests.integration.test_monitor_browser import ARTIFACTS, visible_text
-from tests.integration.test_monitor_remote_harvester_chain import CREATE_OPERATOR, LATEST
-from tests.integration.test_monitor_scenario import Scenario, python3  # noqa: F401 - fixture
+from tests.integration.browser_support import ARTIFACTS, visible_text
+from tests.integration.scenario_support import CREATE_OPERATOR, LATEST, Scenario
 from tests.monitor.usage.chromium_pipe import Chromium
-from tests.reporter.test_main_admission import BASE, ROWS, SUBDIR
+from tests.support.admission_db import BASE, ROWS, SUBDIR
 from tests.support.admission_section import FILES
 
 pytestmark = pytest.mark.integration
@@ -79,7 +76,7 @@ def page(browser: Chromium, server: MonitorServer, path: str) -> str:
 
 
 def test_it_carries_telemetry_from_the_harvester_to_the_operators_browser(
-        tmp_path: Path, python3: str, need_binary: Callable[[str], str]) -> None:  # noqa: F811
+        tmp_path: Path, python3: str, zipapp: Path, need_binary: Callable[[str], str]) -> None:
     try:
         binaries()
     except MariaDBMissing as missing:
@@ -87,15 +84,12 @@ def test_it_carries_telemetry_from_the_harvester_to_the_operators_browser(
     chromium = need_binary("chromium")
     host = next(h for h in scenario.harvesters(tmp_path / "hosts") if h.schema and not h.broken)
     queue = host.queues[0]
-    app = tmp_path / "harvester-reporter.pyz"
-    subprocess.run([sys.executable, "-m", "clusterwatch", "reporter", "build", "--output",
-                    str(app)], check=True, capture_output=True, timeout=60)
     password = secrets.token_urlsafe(16)
 
     with mariadb_server(tmp_path / "mariadb") as db, private_database(tmp_path) as database, \
             monitor_server(tmp_path / "monitor", database=database, workers=1) as server, \
             fake_slack() as slack:
-        run = Scenario(server, slack, host, python3, app, volume=str(tmp_path))
+        run = Scenario(server, slack, host, python3, zipapp, volume=str(tmp_path))
         run.token = server.manage("create_host_token", host.key).stdout.strip().splitlines()[-1]
         server.manage("shell", "-c", CREATE_OPERATOR, extra_environ={"CW_TEST_PASSWORD": password})
         set_up_at = _set_up(host, db, run)

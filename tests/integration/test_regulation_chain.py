@@ -20,22 +20,21 @@ from clusterwatch.reporter.record import load_schema
 from tests.components import unavailable
 from tests.monitor.pages.test_views import operator, text_of  # noqa: F401 - fixture
 from tests.monitor.records import store
-from tests.reporter.test_main_regulation import SYSTEM_PYTHON, built_zipapp
+from tests.support.reporter_zipapp import SYSTEM_PYTHON
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 PASSWORD = "chain 'pw' %% #1"
 
 
 def test_it_carries_regulation_from_the_harvester_database_to_the_queue_page(
-        tmp_path: Path, operator: Client) -> None:  # noqa: F811
+        tmp_path: Path, operator: Client, zipapp: Path) -> None:  # noqa: F811
     try:
         binaries()
     except MariaDBMissing as missing:
         unavailable(missing)
     host = next(h for h in scenario.harvesters(tmp_path) if h.schema and not h.broken)
     queue = host.queues[0]
-    app = built_zipapp(tmp_path)
-    run = [SYSTEM_PYTHON, str(app), *host.reporter_args(["/"]), "--interval-s", "60"]
+    run = [SYSTEM_PYTHON, str(zipapp), *host.reporter_args(["/"]), "--interval-s", "60"]
     with mariadb_server(tmp_path / "mariadb") as db:
         scenario.set_up(host, db, PASSWORD, time.time())
         first = subprocess.run(run, capture_output=True, text=True, check=False)

@@ -13,19 +13,17 @@ from django.test import override_settings
 from clusterwatch.monitor.ingest.validation import schema_problem
 from clusterwatch.reporter import main as reporter_main
 from tests.monitor.records import store
-from tests.reporter.test_harvester_db import mariadb  # noqa: F401 - the session's MariaDB
-from tests.reporter.test_main import Host
-from tests.reporter.test_main_admission import admission_db, host  # noqa: F401
+from tests.support.harvester_host import Host
 
-from .test_monitor_browser import Browser, browser  # noqa: F401
+from .browser_support import LOGIN_URLCONF, Browser
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-@override_settings(ROOT_URLCONF="tests.integration.test_monitor_browser")
+@override_settings(ROOT_URLCONF=LOGIN_URLCONF)
 def test_it_shows_what_the_reporter_read_on_the_worker_starts_page(
-        browser: Browser, host: Host, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
-    assert reporter_main.main(host.args("--print")) == 0
+        browser: Browser, admission_host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    assert reporter_main.main(admission_host.args("--print")) == 0
     record: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert schema_problem(record) is None
     store(record)

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from clusterwatch.reporter import main as reporter_main
+from tests.support.harvester_host import Host
 from tests.support.tls import MonitorServer
 
-from .test_build import app  # noqa: F401 - the zipapp, built once per module
-from .test_main import FETCH_OK, Host
+from .main_support import FETCH_OK
 
 LINES = 3
 
@@ -79,7 +79,7 @@ def attempts(records: list[dict[str, Any]]) -> int:
 
 
 def test_it_counts_every_line_once_when_killed_at_any_point(tmp_path: Path,
-                                                            app: Path) -> None:  # noqa: F811
+                                                            zipapp: Path) -> None:
     kill_at = 1
     while True:
         root = tmp_path / f"kill-{kill_at}"
@@ -90,7 +90,7 @@ def test_it_counts_every_line_once_when_killed_at_any_point(tmp_path: Path,
             assert reporter_main.main(host.args()) == 0  # first run: positions only
             host.append("".join(FETCH_OK.format(t=f"2026-10-02 18:2{n}:44")
                                 for n in range(LINES)))
-            child = run_killed_at(app, host, kill_at)
+            child = run_killed_at(zipapp, host, kill_at)
             completed = child.returncode == 0
             if not completed:
                 assert child.returncode == -signal.SIGKILL, child.stderr

@@ -15,24 +15,10 @@ import pytest
 from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.delivery import deliver
 from clusterwatch.reporter.envfile import ConfigError
-from tests.components import need_binary
 from tests.reporter.drip import DripRelay, DripServer
-from tests.support.tls import CA, MonitorServer, make_ca, make_server_cert
+from tests.support.tls import CA, MonitorServer
 
 from .delivery_support import TOKEN, Clock, run_once, seqs
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    openssl = need_binary("openssl")
-    root = tmp_path_factory.mktemp("pki")
-    ca = make_ca(root, "ca", openssl)
-    other = make_ca(root, "other-ca", openssl)
-    return {
-        "ca": ca,
-        "server": make_server_cert(ca, root, "server", openssl),
-        "impostor": make_server_cert(other, root, "impostor", openssl),
-    }
 
 
 @pytest.fixture
@@ -214,7 +200,7 @@ def test_it_keeps_the_records_when_the_ca_bundle_cannot_be_read(
 
 def test_it_gives_up_on_a_silent_monitor_after_the_timeout(
         buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
-    with MonitorServer(pki["server"], delay=2.0) as server:
+    with MonitorServer(pki["server"], hold=True) as server:  # never answers: 0.3 s decides
         buffer.add({"seq": 0})
         outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki),
                           timeout=0.3, now=clock)

@@ -14,7 +14,7 @@ import pytest
 from clusterwatch.reporter.image_policy import DEFAULT_MAX_AGE_S, advertised_images
 from clusterwatch.reporter.pilot_dispatch import pilot_dispatch_for
 
-from .test_pilot_dispatch import FIXTURES, read
+from .pilot_dispatch_support import FIXTURES, read
 
 STATE_AT = 1796173200.0  # 2026-12-02T01:00:00Z, the state fixture's updated_at
 NIGHTLY = "/cvmfs/singularity.opensciencegrid.org/eic/eic_ci:nightly"

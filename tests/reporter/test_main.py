@@ -12,87 +12,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from clusterwatch.loopback.harvester_files import HARVESTER_LOGS
 from clusterwatch.reporter import main as reporter_main
-from clusterwatch.reporter.buffer import Buffer
 from clusterwatch.reporter.build import build
-from clusterwatch.reporter.record import load_schema
-from tests.support.tls import CA, MonitorServer, make_ca, make_server_cert
+from tests.support.harvester_db import NOW, USER, write_cfg
+from tests.support.harvester_host import Host
+from tests.support.tls import MonitorServer
 
-from .test_harvester_db import mariadb  # noqa: F401 - the session's MariaDB fixture
+from .main_support import FETCH_OK, validate
 
-VALIDATOR = jsonschema.Draft202012Validator(load_schema())
-
-FETCH_OK = ("{t},507 panda.log.job_fetcher: INFO     run <queueName=BNL_PanDA_1> got 35 jobs "
-            "for prodSourceLabel=managed rtype=None with OK  : took 2.816 sec\n")
 FETCH_NONE = ("{t},120 panda.log.job_fetcher: INFO     run <queueName=UM_GREX_PanDA_1> got 0 "
               "jobs for prodSourceLabel=managed rtype=None with no jobs in PanDA  : took 0.231 "
               "sec\n")
 NOISE = ("{t},002 panda.log.job_fetcher: DEBUG    run <queueName=BNL_PanDA_1> no job to fetch; "
          "skip\n")
-
-
-def validate(record: dict[str, Any]) -> None:
-    errors = sorted(VALIDATOR.iter_errors(record), key=lambda e: list(e.path))
-    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from tests.components import need_binary
-
-    openssl = need_binary("openssl")
-    root = tmp_path_factory.mktemp("pki")
-    ca = make_ca(root, "ca", openssl)
-    return {"ca": ca, "server": make_server_cert(ca, root, "server", openssl)}
-
-
-class Host:
-    """A harvester host as fixture files: log dir, env file, state dir; no database."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log_dir = root / "logs"
-        self.log_dir.mkdir()
-        self.state = root / "state"
-        self.env = root / "reporter.env"
-        self.fetcher = self.log_dir / "panda-job_fetcher.log"
-        for name in ("job_fetcher", "submitter", "worker_adjuster", "communicator",
-                     "propagator"):
-            (self.log_dir / f"panda-{name}.log").write_text("")
-
-    def append(self, text: str) -> None:
-        with self.fetcher.open("a") as handle:
-            handle.write(text)
-
-    def configure(self, url: str, ca: CA | None = None, token: str = "tok-123") -> None:
-        lines = [f"SWF_MONITOR_URL={url}", f"SWF_REPORT_TOKEN={token}"]
-        if ca is not None:
-            lines.append(f"CLUSTERWATCH_CA_BUNDLE={ca.cert}")
-        self.env.write_text("\n".join(lines) + "\n")
-        self.env.chmod(0o600)
-
-    def without_monitor(self) -> None:
-        """A valid env file naming no monitor: runs buffer their records and exit 2."""
-        self.env.write_text("")
-        self.env.chmod(0o600)
-
-    def args(self, *extra: str) -> list[str]:
-        return ["--report-as", "testhost", "--state", str(self.state), "--env", str(self.env),
-                "--log-dir", str(self.log_dir), "--harvester-cfg", str(self.root / "no.cfg"),
-                "--queue-config", str(self.root / "no.json"), "--volumes", "/,/tmp",
-                *extra]
-
-
-def newest_buffered(host: Host) -> dict[str, Any]:
-    """The newest record a run left in the host's buffer, validated."""
-    buffer = Buffer(str(host.state))
-    record: dict[str, Any] = json.loads(buffer.read(buffer.names()[-1]))
-    validate(record)
-    return record
 
 
 def print_record(host: Host, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -215,10 +150,8 @@ def test_it_serves_as_python_dash_m(tmp_path: Path) -> None:
 
 
 def test_it_reports_the_harvester_database_in_a_valid_record(
-    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]  # noqa: F811
+    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]
 ) -> None:
-    from .test_harvester_db import NOW, USER, write_cfg
-
     monkeypatch.setattr(reporter_main.time, "time", lambda: float(NOW))  # the fixture's day
     host = Host(tmp_path)
     cfg = write_cfg(tmp_path)

@@ -18,11 +18,10 @@ import pytest
 
 from clusterwatch.reporter import main as reporter_main
 from tests.components import unavailable
+from tests.support.reporter_zipapp import SYSTEM_PYTHON
 
-from .test_build import app  # noqa: F401 - the module's built zipapp
-from .test_main import validate
-from .test_main_regulation import SYSTEM_PYTHON
-from .test_pilot_dispatch import expected, installed  # noqa: F401 - fixture
+from .main_support import validate
+from .pilot_dispatch_support import expected
 
 POLICY = "NATIVE_POLICY"
 
@@ -59,10 +58,10 @@ def python_3_6() -> str:
 
 @pytest.mark.parametrize("python", ["system", "3.6"])
 def test_it_prints_the_exact_queue_status_through_the_built_zipapp(
-        installed: Path, app: Path, python: str) -> None:  # noqa: F811 - fixtures
+        installed: Path, zipapp: Path, python: str) -> None:
     interpreter = SYSTEM_PYTHON if python == "system" else python_3_6()
     stamp = fresh_state(installed, time.time())
-    done = subprocess.run([interpreter, str(app), *args(installed)], capture_output=True,
+    done = subprocess.run([interpreter, str(zipapp), *args(installed)], capture_output=True,
                           text=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"},
                           cwd=installed)
     assert done.returncode == 0, done.stderr
@@ -87,7 +86,7 @@ def run(where: Path, now: float, capsys: pytest.CaptureFixture[str],
 
 
 def test_it_expires_the_allocator_state_after_the_age_given(
-        installed: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811 - fixture
+        installed: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     written = 1796173200.0
     fresh_state(installed, written)
@@ -107,9 +106,9 @@ def test_it_expires_the_allocator_state_after_the_age_given(
     ("soon", "harvester-reporter: error: argument --image-state-max-age-s: invalid int "
              "value: 'soon'"),
 ])
-def test_it_exits_64_for_a_bad_image_state_max_age(installed: Path, app: Path,  # noqa: F811
+def test_it_exits_64_for_a_bad_image_state_max_age(installed: Path, zipapp: Path,
                                                    value: str, says: str) -> None:
-    done = subprocess.run([SYSTEM_PYTHON, str(app), *args(installed),
+    done = subprocess.run([SYSTEM_PYTHON, str(zipapp), *args(installed),
                            "--image-state-max-age-s", value], capture_output=True, text=True,
                           check=False, timeout=60, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 64

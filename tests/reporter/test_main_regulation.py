@@ -6,7 +6,6 @@ cache and queue_status from a real MariaDB and a template-merged queue configura
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,11 @@ import pytest
 
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.queue_status import host_section, read_effective
+from tests.support.harvester_db import NOW, USER, write_cfg
+from tests.support.harvester_host import Host
+from tests.support.reporter_zipapp import SYSTEM_PYTHON
 
-from .test_harvester_db import NOW, USER, mariadb, write_cfg  # noqa: F401 - session fixture
-from .test_main import Host, validate
+from .main_support import validate
 
 PLUGINS = {section: {"module": "m", "name": section} for section in (
     "messenger", "monitor", "preparator", "stager", "submitter", "sweeper", "workerMaker")}
@@ -36,20 +37,6 @@ NO_TEMPLATE = {"pilot_dispatch": {
     "kind": "unknown", "images": [], "template": None, "sha256": None, "bootstrap_images": [],
     "reason": "no submitter.templateFile (a template chosen per CE from CEtemplateDir is not "
               "read)"}}
-SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
-
-
-def built_zipapp(directory: Path) -> Path:
-    """The zipapp as an operator builds it: `clusterwatch reporter build`, the installed
-    console script."""
-    cli = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "clusterwatch"
-    app = directory / "harvester-reporter.pyz"
-    built = subprocess.run([str(cli), "reporter", "build", "--output", str(app)],
-                           capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stderr
-    return app
-
-
 def write_queue_config(root: Path, document: Any = QUEUE_CONFIG) -> Path:
     path = root / "panda_queueconfig.json"
     path.write_text(json.dumps(document))
@@ -88,7 +75,7 @@ def printed(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, An
 
 
 def test_it_reports_the_limit_in_force_starts_and_cache_beside_the_database_limits(
-    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]  # noqa: F811
+    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]
 ) -> None:
     config = write_queue_config(tmp_path)
     record = with_the_database(tmp_path, mariadb.port, config, monkeypatch, capsys)
@@ -115,7 +102,7 @@ def test_it_reports_the_limit_in_force_starts_and_cache_beside_the_database_limi
 
 
 def test_it_says_why_there_is_no_limit_in_force_when_the_config_is_unreadable(
-    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]  # noqa: F811
+    tmp_path: Path, mariadb, monkeypatch, capsys  # type: ignore[no-untyped-def]
 ) -> None:
     config = tmp_path / "cut.json"
     config.write_bytes(b'{"BNL_PROD": {"mapType": "NoJ\x00')
@@ -157,12 +144,12 @@ def test_it_reads_a_cache_table_without_the_adjusters_keys() -> None:
                               "age_s": 1800}}
 
 
-def test_it_checks_the_queue_sections_alone_through_the_built_zipapp(tmp_path: Path) -> None:
+def test_it_checks_the_queue_sections_alone_through_the_built_zipapp(tmp_path: Path,
+                                                                     zipapp: Path) -> None:
     """No database, no logs, no state: those sections are error fields, exit 0."""
-    app = built_zipapp(tmp_path)
     config = write_queue_config(tmp_path)
     done = subprocess.run(
-        [SYSTEM_PYTHON, str(app), "--print", "--queue-config", str(config),
+        [SYSTEM_PYTHON, str(zipapp), "--print", "--queue-config", str(config),
          "--harvester-cfg", str(tmp_path / "absent.cfg"), "--log-dir", str(tmp_path / "none"),
          "--state", str(tmp_path / "state"), "--interval-s", "60"],
         capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin"},
@@ -183,7 +170,7 @@ def test_it_checks_the_queue_sections_alone_through_the_built_zipapp(tmp_path: P
     assert "error" in record["fetching"]["read"]
     assert not (tmp_path / "state").exists()
     for bad in ("0", "86401", "5m"):
-        refused = subprocess.run([SYSTEM_PYTHON, str(app), "--print", "--interval-s", bad],
+        refused = subprocess.run([SYSTEM_PYTHON, str(zipapp), "--print", "--interval-s", bad],
                                  capture_output=True, text=True, check=False)
         assert refused.returncode == 64 and refused.stdout == ""
         assert "--interval-s" in refused.stderr and "Traceback" not in refused.stderr

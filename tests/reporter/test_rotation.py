@@ -10,8 +10,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module
-from .test_main import FETCH_OK, Host, newest_buffered
+from tests.support.harvester_host import Host
+from tests.support.reporter_zipapp import run_app
+
+from .main_support import FETCH_OK, newest_buffered
 
 
 def fetch(minute: int) -> str:
@@ -24,23 +26,23 @@ def compress(path: Path) -> None:
     path.unlink()
 
 
-def started(tmp_path: Path, app: Path) -> Host:  # noqa: F811
+def started(tmp_path: Path, zipapp: Path) -> Host:
     host = Host(tmp_path)
     host.without_monitor()
     host.append(fetch(10) * 4)  # before the first run: not counted; a head of 256+ bytes
-    assert run_app(app, *host.args()).returncode == 2  # first run: positions
+    assert run_app(zipapp, *host.args()).returncode == 2  # first run: positions
     return host
 
 
-def report(host: Host, app: Path) -> dict[str, Any]:  # noqa: F811
-    done = run_app(app, *host.args())
+def report(host: Host, zipapp: Path) -> dict[str, Any]:
+    done = run_app(zipapp, *host.args())
     assert done.returncode == 2, done.stderr
     return newest_buffered(host)
 
 
 def test_it_counts_the_middle_file_of_two_numbered_rotations(tmp_path: Path,
-                                                             app: Path) -> None:  # noqa: F811
-    host = started(tmp_path, app)
+                                                             zipapp: Path) -> None:
+    host = started(tmp_path, zipapp)
     log = host.fetcher
     one, two = log.with_name(log.name + ".1"), log.with_name(log.name + ".2")
     host.append(fetch(20))
@@ -51,14 +53,14 @@ def test_it_counts_the_middle_file_of_two_numbered_rotations(tmp_path: Path,
     log.rename(one)
     host.append(fetch(22))
 
-    fetching = report(host, app)["fetching"]
+    fetching = report(host, zipapp)["fetching"]
     assert fetching["queues"]["BNL_PanDA_1"]["attempts"] == 3
     assert fetching["read"]["rotated"] is True and fetching["read"]["rotated_files"] == 2
     assert "error" not in fetching["read"]
 
 
-def test_it_counts_every_dated_generation(tmp_path: Path, app: Path) -> None:  # noqa: F811
-    host = started(tmp_path, app)
+def test_it_counts_every_dated_generation(tmp_path: Path, zipapp: Path) -> None:
+    host = started(tmp_path, zipapp)
     log = host.fetcher
     for day, minute in ((1, 20), (2, 21)):
         host.append(fetch(minute))
@@ -67,14 +69,14 @@ def test_it_counts_every_dated_generation(tmp_path: Path, app: Path) -> None:  #
         compress(dated)
     host.append(fetch(22))
 
-    fetching = report(host, app)["fetching"]
+    fetching = report(host, zipapp)["fetching"]
     assert fetching["queues"]["BNL_PanDA_1"]["attempts"] == 3
     assert fetching["read"]["rotated_files"] == 2
 
 
 def test_it_says_what_was_lost_when_the_file_read_last_is_gone(tmp_path: Path,
-                                                               app: Path) -> None:  # noqa: F811
-    host = started(tmp_path, app)
+                                                               zipapp: Path) -> None:
+    host = started(tmp_path, zipapp)
     log = host.fetcher
     one = log.with_name(log.name + ".1")
     host.append(fetch(20))  # in the file that will be gone
@@ -84,7 +86,7 @@ def test_it_says_what_was_lost_when_the_file_read_last_is_gone(tmp_path: Path,
     log.rename(one)
     host.append(fetch(22))
 
-    read = report(host, app)["fetching"]
+    read = report(host, zipapp)["fetching"]
     assert read["queues"]["BNL_PanDA_1"]["attempts"] == 2  # the newer generation and live
     assert read["read"]["rotated_files"] == 1
     assert read["read"]["error"].startswith("rotated file not found: lines after byte ")

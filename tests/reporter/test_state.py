@@ -11,8 +11,10 @@ from typing import Any, Callable
 
 import pytest
 
-from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module
-from .test_main import FETCH_OK, Host, newest_buffered
+from tests.support.harvester_host import Host
+from tests.support.reporter_zipapp import run_app
+
+from .main_support import FETCH_OK, newest_buffered
 
 LINES = 2
 
@@ -66,19 +68,19 @@ def attempts(record: dict[str, Any]) -> int:
     (deleted, False, False),
 ])
 def test_it_says_so_keeps_it_aside_and_recovers_what_parses(
-    tmp_path: Path, app: Path, damage: Callable[[Path], None],  # noqa: F811
+    tmp_path: Path, zipapp: Path, damage: Callable[[Path], None],
     recovers_fetcher: bool, kept_aside: bool,
 ) -> None:
     host = Host(tmp_path)
     host.without_monitor()
-    assert run_app(app, *host.args()).returncode == 2  # first run: positions
+    assert run_app(zipapp, *host.args()).returncode == 2  # first run: positions
     host.append("".join(FETCH_OK.format(t=f"2026-10-02 18:2{n}:44") for n in range(LINES)))
     state_file = host.state / "state.json"
     before = state_file.read_bytes()
     damage(state_file)
     damaged = state_file.read_bytes() if state_file.is_file() else None
 
-    done = run_app(app, *host.args())
+    done = run_app(zipapp, *host.args())
     assert done.returncode == 2, done.stderr
     said = [line for line in done.stderr.splitlines() if "state file" in line]
     assert len(said) == 1 and "Traceback" not in done.stderr, done.stderr
@@ -100,32 +102,32 @@ def test_it_says_so_keeps_it_aside_and_recovers_what_parses(
 
     # The state is whole again: the next run is an ordinary one.
     host.append(FETCH_OK.format(t="2026-10-02 18:29:44"))
-    again = run_app(app, *host.args())
+    again = run_app(zipapp, *host.args())
     assert again.returncode == 2 and "state file" not in again.stderr, again.stderr
     record = newest_buffered(host)
     assert "state" not in record and attempts(record) == 1
 
 
-def test_it_keeps_at_most_a_few_damaged_copies(tmp_path: Path, app: Path) -> None:  # noqa: F811
+def test_it_keeps_at_most_a_few_damaged_copies(tmp_path: Path, zipapp: Path) -> None:
     host = Host(tmp_path)
     host.without_monitor()
-    run_app(app, *host.args())
+    run_app(zipapp, *host.args())
     for n in range(8):
         (host.state / "state.json").write_bytes(b"garbage %d" % n)
-        assert "damaged" in run_app(app, *host.args()).stderr
+        assert "damaged" in run_app(zipapp, *host.args()).stderr
     copies = sorted(p.name for p in host.state.glob("state.json.damaged-*"))
     assert 1 <= len(copies) <= 5
     assert (host.state / copies[-1]).read_bytes() == b"garbage 7"
 
 
 def test_it_reports_but_does_not_move_anything_with_print(tmp_path: Path,
-                                                          app: Path) -> None:  # noqa: F811
+                                                          zipapp: Path) -> None:
     host = Host(tmp_path)
     host.without_monitor()
-    run_app(app, *host.args())
+    run_app(zipapp, *host.args())
     garbage(host.state / "state.json")
     listing = sorted(p.name for p in host.state.iterdir())
-    done = run_app(app, *host.args("--print"))
+    done = run_app(zipapp, *host.args("--print"))
     assert done.returncode == 0
     assert "damaged" in done.stderr
     assert json.loads(done.stdout)["state"]["kept_as"] is None

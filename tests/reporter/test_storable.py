@@ -19,9 +19,10 @@ import pytest
 
 from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 from clusterwatch.reporter.buffer import Buffer
+from tests.support.harvester_host import Host
+from tests.support.reporter_zipapp import run_app
 
-from .test_build import app, run_app  # noqa: F401 - the zipapp, built once per module
-from .test_main import FETCH_OK, Host, validate
+from .main_support import FETCH_OK, validate
 
 KEY = "testhost"
 REPLACEMENT = "\ufffd"
@@ -58,16 +59,16 @@ def latest_record(monitor: tuple[MonitorServer, str]) -> dict[str, Any]:
 
 
 def test_it_delivers_a_log_line_holding_nul_characters(
-    tmp_path: Path, app: Path, monitor: tuple[MonitorServer, str]  # noqa: F811
+    tmp_path: Path, zipapp: Path, monitor: tuple[MonitorServer, str]
 ) -> None:
     host = configured_host(tmp_path, monitor)
-    first = run_app(app, *host.args())
+    first = run_app(zipapp, *host.args())
     assert first.returncode == 0, first.stderr
     # `collected_at` has whole seconds and the monitor's latest moves only to a newer one:
     # a second run within the same second would not be the record read back below.
     time.sleep(1.05 - time.time() % 1)
     host.append(FETCH_OK.format(t="2026-10-02 18:19:44") + NUL_OUTCOME + NUL_QUEUE)
-    done = run_app(app, *host.args())
+    done = run_app(zipapp, *host.args())
     assert done.returncode == 0, done.stderr
     assert not list((host.state / "set_aside").glob("*.json"))
 
@@ -85,12 +86,12 @@ def test_it_delivers_a_log_line_holding_nul_characters(
 
 
 def test_it_repairs_a_record_buffered_before_it_knew_how(
-    tmp_path: Path, app: Path, monitor: tuple[MonitorServer, str]  # noqa: F811
+    tmp_path: Path, zipapp: Path, monitor: tuple[MonitorServer, str]
 ) -> None:
     """A record an older reporter buffered with a NUL in it still goes, repaired."""
     host = Host(tmp_path)
     host.without_monitor()
-    assert run_app(app, *host.args()).returncode == 2
+    assert run_app(zipapp, *host.args()).returncode == 2
     buffer = Buffer(str(host.state))
     (name,) = buffer.names()
     old = json.loads(buffer.read(name))
@@ -100,7 +101,7 @@ def test_it_repairs_a_record_buffered_before_it_knew_how(
     server, token = monitor
     host.configure(f"{server.url}/api/host-reports/{KEY}/", token=token)
 
-    done = run_app(app, *host.args())
+    done = run_app(zipapp, *host.args())
     assert done.returncode == 0, done.stderr
     assert not list((host.state / "set_aside").glob("*.json"))
     assert buffer.names() == []

@@ -1,0 +1,26 @@
+"""Fixtures of the integration tests (helpers to import: browser_support.py here, and
+tests/support/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from .browser_support import Browser
+
+
+@pytest.fixture
+def browser(live_server: Any, need_binary: Callable[[str], str], tmp_path: Path,
+            django_user_model: Any) -> Browser:
+    """Headless Chromium on pytest-django's live server, for the user `operator` (logged in
+    through browser_support's shortcut)."""
+    binary = need_binary("chromium")
+    django_user_model.objects.create_user("operator", password="not used: test login")
+    return Browser(binary, live_server.url, tmp_path)
+
+
+@pytest.fixture
+def python3(need_binary: Callable[[str], str]) -> str:
+    return need_binary("python3")  # the harvester hosts' interpreter runs the zipapp
