@@ -39,7 +39,7 @@ def mark(items: list[pytest.Item]) -> None:
     """Adds the tier markers to the collected items."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        names = names_reached(_code_of(item))
+        names = names_reached(code_of(item))
         if (fixtures & DATABASE_FIXTURES or item.get_closest_marker("django_db")
                 or PRIVATE_DATABASE in names):
             item.add_marker(MONITOR_DB)
@@ -47,7 +47,7 @@ def mark(items: list[pytest.Item]) -> None:
             item.add_marker(SERVICE)
 
 
-def _code_of(item: pytest.Item) -> list[Any]:
+def code_of(item: pytest.Item) -> list[Any]:
     """The test function and the test suite's own fixtures it uses (directly or not)."""
     functions: list[Any] = []
     function = getattr(item, "function", None)

@@ -1,22 +1,42 @@
 """How scripts/test spreads the suite over pytest-xdist workers (`--dist loadgroup`).
 
 Each test module is one group, run whole by one worker, so a module's fixtures start once
-(as in a single process) and its tests keep their order. A test or module may name its own
-group with `pytest.mark.xdist_group("NAME")` to run with others on the same worker:
-`SERIAL` is the group of the few tests whose premise is a machine that does little else
-(benchmark smoke runs), so that at least they never overlap each other.
+(as in a single process) and its tests keep their order. Two groups gather several modules:
+
+- `slurm`: every module with a test that reaches a real Slurm cluster (`SlurmCluster`). They
+  run one after another on one worker, so that clusters never compete for the node's cgroups
+  and CPU-time figures, and the clusters the harness shares per session start once. Being
+  the longest group, it is put first, so a worker starts on it at once.
+- `serial`: the few tests whose premise is a machine that does little else (benchmark smoke
+  runs): named with `pytest.mark.xdist_group("serial")`, they never overlap each other.
+
+A test or module may name another group with `pytest.mark.xdist_group("NAME")`.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.support.reach import names_reached
+from tests.support.tiers import code_of
+
 SERIAL = "serial"
+SLURM = "slurm"
 
 
 def group_by_module(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    slurm_modules = {_module(item) for item in items
+                     if "SlurmCluster" in names_reached(code_of(item))}
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+            module = _module(item)
+            item.add_marker(pytest.mark.xdist_group(SLURM if module in slurm_modules
+                                                    else module))
+    # Same order on every worker (xdist checks): the Slurm group first, the rest as collected.
+    items.sort(key=lambda item: _module(item) not in slurm_modules)
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
