@@ -7,8 +7,9 @@ Each test module is one group, run whole by one worker, so a module's fixtures s
   run one after another on one worker, so that clusters never compete for the node's cgroups
   and CPU-time figures, and the clusters the harness shares per session start once. Being
   the longest group, it is put first, so a worker starts on it at once.
-- `serial`: the few tests whose premise is a machine that does little else (benchmark smoke
-  runs): named with `pytest.mark.xdist_group("serial")`, they never overlap each other.
+- `serial`: the benchmark smoke runs (modules named `test_bench_*`), whose figures mean most
+  on a machine that does little else: they never overlap each other. A test with that
+  premise elsewhere joins with `pytest.mark.xdist_group("serial")`.
 
 A test or module may name another group with `pytest.mark.xdist_group("NAME")`.
 """
@@ -32,8 +33,13 @@ def group_by_module(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             module = _module(item)
-            item.add_marker(pytest.mark.xdist_group(SLURM if module in slurm_modules
-                                                    else module))
+            if module in slurm_modules:
+                group = SLURM
+            elif module.rsplit("/", 1)[-1].startswith("test_bench_"):
+                group = SERIAL
+            else:
+                group = module
+            item.add_marker(pytest.mark.xdist_group(group))
     # Same order on every worker (xdist checks): the Slurm group first, the rest as collected.
     items.sort(key=lambda item: _module(item) not in slurm_modules)
 
