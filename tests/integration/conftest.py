@@ -3,10 +3,14 @@ tests/support/)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+from clusterwatch.loopback.slurm import SlurmCluster
+from tests.support.slurm_prerequisites import require_slurm
 
 from .browser_support import Browser
 
@@ -24,3 +28,14 @@ def browser(live_server: Any, need_binary: Callable[[str], str], tmp_path: Path,
 @pytest.fixture
 def python3(need_binary: Callable[[str], str]) -> str:
     return need_binary("python3")  # the harvester hosts' interpreter runs the zipapp
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    """One real single-node Slurm cluster (cgroup v1, no accounting) for the modules that
+    need only "a running cluster" (the job exporter's), started on first use and stopped at
+    the end of the run. Each module selects its own jobs by ID and cancels the jobs it
+    leaves running; a test of the cluster's own start or stop starts its own."""
+    require_slurm()
+    with SlurmCluster() as running:
+        yield running

@@ -8,22 +8,14 @@ made up the I/O totals keep exiting.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusterwatch.jobs.exporter import JobsCollector
-from clusterwatch.loopback.services import MissingComponent
-from clusterwatch.loopback.slurm import (
-    DEFAULT_JOB_USER,
-    SlurmCluster,
-    SlurmUnavailable,
-    check_prerequisites,
-)
+from clusterwatch.loopback.slurm import DEFAULT_JOB_USER, SlurmCluster
 
 pytestmark = pytest.mark.integration
 
@@ -60,20 +52,6 @@ echo "processes $started"
 Series = tuple[str, frozenset[tuple[str, str]]]
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[SlurmCluster]:
-    try:
-        check_prerequisites()
-    except MissingComponent as missing:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {missing}", pytrace=False)
-        pytest.skip(str(missing))
-    except SlurmUnavailable as reason:
-        pytest.skip(str(reason))
-    with SlurmCluster() as running:
-        yield running
-
-
 def job_counters(text: str, jobid: int) -> dict[Series, float]:
     """The job's `_total` samples of one exposition."""
     return {
@@ -84,14 +62,14 @@ def job_counters(text: str, jobid: int) -> dict[Series, float]:
 
 
 def test_counters_never_decrease_while_the_job_churns_processes(
-    cluster: SlurmCluster,
+    slurm_cluster: SlurmCluster,
 ) -> None:
-    jobid = cluster.submit(CHURN, mem="512M", job_name="churn")
-    cluster.wait_running(jobid)
-    ready = cluster.jobs_dir / f"ready-{jobid}"
+    jobid = slurm_cluster.submit(CHURN, mem="512M", job_name="churn")
+    slurm_cluster.wait_running(jobid)
+    ready = slurm_cluster.jobs_dir / f"ready-{jobid}"
     deadline = time.monotonic() + 30
     while not ready.exists():
-        assert time.monotonic() < deadline, cluster.job_output(jobid)
+        assert time.monotonic() < deadline, slurm_cluster.job_output(jobid)
         time.sleep(0.05)
 
     registry = CollectorRegistry()
@@ -102,7 +80,7 @@ def test_counters_never_decrease_while_the_job_churns_processes(
     slowest = 0.0
     spawned_seen = 0.0
     decreases: list[str] = []
-    while cluster.job_state(jobid) == "RUNNING":
+    while slurm_cluster.job_state(jobid) == "RUNNING":
         started = time.monotonic()
         text = generate_latest(registry).decode("utf-8")  # raises if a scrape fails
         slowest = max(slowest, time.monotonic() - started)
@@ -119,8 +97,8 @@ def test_counters_never_decrease_while_the_job_churns_processes(
              frozenset({("jobid", str(jobid)), ("user", DEFAULT_JOB_USER)})), spawned_seen)
         time.sleep(0.02)
 
-    output = cluster.job_output(jobid)
-    assert cluster.wait_done(jobid) == "COMPLETED", output
+    output = slurm_cluster.job_output(jobid)
+    assert slurm_cluster.wait_done(jobid) == "COMPLETED", output
     assert not decreases, "\n".join(decreases[:20])
     assert scrapes >= MIN_SCRAPES, f"only {scrapes} scrapes saw the job"
     started_processes = int(output.split("processes", 1)[1].split()[0])

@@ -1,6 +1,7 @@
 """The job exporter on a real single-node Slurm cluster (cgroup v1), then through Prometheus.
 
-One cluster and three jobs for the module, run as the unprivileged user `cwjobtest`:
+The session's cluster (tests/integration/conftest.py: `slurm_cluster`) and three jobs for
+the module, cancelled at its end, run as the unprivileged user `cwjobtest`:
 - burner: one process that holds 200 MiB (every page written) and spins on one CPU;
 - writer: writes 16 MiB into the scratch directory, fsyncs, keeps the file open, sleeps;
 - stepper: a batch script running three `srun` steps at once.
@@ -30,20 +31,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from clusterwatch.jobs.exporter import JobsCollector
-from clusterwatch.loopback.services import (
-    MissingComponent,
-    free_port,
-    prometheus,
-    require_binary,
-    vector_rows,
-    wait_for_query,
-)
-from clusterwatch.loopback.slurm import (
-    DEFAULT_JOB_USER,
-    SlurmCluster,
-    SlurmUnavailable,
-    check_prerequisites,
-)
+from clusterwatch.loopback.services import free_port, prometheus, vector_rows, wait_for_query
+from clusterwatch.loopback.slurm import DEFAULT_JOB_USER, SlurmCluster
+from tests.components import need_binary
 
 pytestmark = pytest.mark.integration
 
@@ -80,24 +70,12 @@ wait
 """
 
 
-def require_cluster() -> None:
-    """A missing binary fails under CI=true and skips elsewhere; no root/cgroup v1 skips."""
-    try:
-        check_prerequisites()
-        require_binary("prometheus")
-    except MissingComponent as missing:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {missing}", pytrace=False)
-        pytest.skip(str(missing))
-    except SlurmUnavailable as reason:
-        pytest.skip(str(reason))
-
-
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[SlurmCluster]:
-    require_cluster()
-    with SlurmCluster() as running:
-        yield running
+def cluster(slurm_cluster: SlurmCluster) -> SlurmCluster:
+    """The session's cluster; this module also needs Prometheus (its last test scrapes the
+    exporter through it): without it the module fails under CI=true and is skipped elsewhere."""
+    need_binary("prometheus")
+    return slurm_cluster
 
 
 @dataclass(frozen=True)
@@ -113,7 +91,7 @@ class Jobs:
 
 
 @pytest.fixture(scope="module")
-def jobs(cluster: SlurmCluster) -> Jobs:
+def jobs(cluster: SlurmCluster) -> Iterator[Jobs]:
     scratch = cluster.jobs_dir / "scratch"
     scratch.mkdir()
     account = pwd.getpwnam(USER)
@@ -130,7 +108,12 @@ def jobs(cluster: SlurmCluster) -> Jobs:
     cluster.wait_steps(started.stepper, STEPS)
     for jobid in (started.burner, started.writer):
         wait_for_file(cluster, jobid, cluster.jobs_dir / f"ready-{jobid}")
-    return started
+    yield started
+    # The cluster is the session's: the module's jobs end with the module, not the run.
+    for jobid in started.ids:
+        cluster.cancel(jobid)
+    for jobid in started.ids:
+        cluster.wait_done(jobid)
 
 
 def wait_for_file(cluster: SlurmCluster, jobid: int, path: Path, timeout: float = 60.0) -> None:
