@@ -9,7 +9,9 @@ from typing import Any, Callable
 import pytest
 
 from clusterwatch.loopback.mariadb import MariaDB
+from clusterwatch.loopback.postgres import Postgres, PostgresMissing, postgres_server
 from tests.components import need_binary as _need_binary  # the fixture below has its name
+from tests.components import unavailable
 from tests.support import admission_db as admission
 from tests.support import harvester_db, tiers, workers
 from tests.support.harvester_host import Host
@@ -80,3 +82,15 @@ def admission_host(tmp_path: Path, admission_db: MariaDB,
 def zipapp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reporter's zipapp built by the installed console script, once per run."""
     return build_zipapp(tmp_path_factory.mktemp("zipapp"))
+
+
+@pytest.fixture(scope="session")
+def loopback_postgres() -> Iterator[Postgres]:
+    """A private PostgreSQL on loopback (clusterwatch.loopback.postgres): each test that
+    writes makes a database of its own on it; none changes the server or its `clusterwatch`
+    database. A test of the server's own start or stop starts its own."""
+    try:
+        with postgres_server() as server:
+            yield server
+    except PostgresMissing as missing:
+        unavailable(missing)

@@ -29,7 +29,7 @@ from clusterwatch.monitor.panda.panda_settings import PASSWORD_SETTING
 from tests.components import need_binary
 from tests.integration.browser_support import ARTIFACTS, visible_text
 from tests.integration.scenario_support import CREATE_OPERATOR, LATEST
-from tests.monitor.panda.panda_tables import fill, fresh_database, running_server, shifted
+from tests.monitor.panda.panda_tables import fill, fresh_database, shifted
 from tests.monitor.panda.remote_rows import (
     DROPPED,
     EPIC,
@@ -56,16 +56,12 @@ class Chain:
 
 
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[Postgres]:
-    yield from running_server()
-
-
-@pytest.fixture(scope="module")
-def chain(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
+def chain(loopback_postgres: Postgres,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     """The PanDA rows dated at this clock's now, the command run once, a browser logged in."""
     binary = need_binary("chromium")
     tmp_path = tmp_path_factory.mktemp("remote-chain")
-    panda = fresh_database(postgres)
+    panda = fresh_database(loopback_postgres)
     fill(panda, shifted(perlmutter_rows(),
                         dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - NOW))
     password_file = tmp_path / "panda-password"

@@ -7,7 +7,6 @@ import os
 import socket
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -35,11 +34,10 @@ def _need_postgres() -> None:
         unavailable(missing)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Postgres]:
-    _need_postgres()
-    with postgres_server() as running:
-        yield running
+@pytest.fixture
+def server(loopback_postgres: Postgres) -> Postgres:
+    """The session's server (tests/conftest.py), as every test that needs one gets it."""
+    return loopback_postgres
 
 
 def connect(server: Postgres, **changes: str) -> psycopg.Connection:
