@@ -63,6 +63,17 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
         yield db
 
 
+@pytest.fixture
+def mariadb_scratch(mariadb: MariaDB) -> Iterator[MariaDB]:
+    """The same server for a test that makes harvester schemas of its own (for the user
+    `harvester` with harvester_db.PASSWORD, the user the server already has): the databases
+    it made are dropped when it ends."""
+    before = set(mariadb.sql("SHOW DATABASES;").split())
+    yield mariadb
+    for made in sorted(set(mariadb.sql("SHOW DATABASES;").split()) - before):
+        mariadb.sql(f"DROP DATABASE `{made}`;")
+
+
 @pytest.fixture(scope="session")
 def admission_db(mariadb: MariaDB) -> MariaDB:
     """The same server with the admission tests' work_table (and a schema without one)."""

@@ -30,17 +30,16 @@ import pytest
 from clusterwatch.loopback import harvester_fixture as db_fixture
 from clusterwatch.loopback import harvester_scenario as scenario
 from clusterwatch.loopback.http_recorder import fake_slack
-from clusterwatch.loopback.mariadb import MariaDB, MariaDBMissing, binaries, mariadb_server
+from clusterwatch.loopback.mariadb import MariaDB
 from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
-from tests.components import unavailable
 from tests.integration.browser_support import ARTIFACTS, visible_text
 from tests.integration.scenario_support import CREATE_OPERATOR, LATEST, Scenario
 from tests.monitor.usage.chromium_pipe import Chromium
 from tests.support.admission_db import BASE, ROWS, SUBDIR
 from tests.support.admission_section import FILES
+from tests.support.harvester_db import PASSWORD as DB_PASSWORD
 
 pytestmark = pytest.mark.integration
-DB_PASSWORD = "telemetry 'pw' %% #2"
 ENDED_AGO_S = 600  # the admission workers ended this long before the host was set up
 RAN_S = 600  # after running this long (their recorded wall time)
 
@@ -76,17 +75,15 @@ def page(browser: Chromium, server: MonitorServer, path: str) -> str:
 
 
 def test_it_carries_telemetry_from_the_harvester_to_the_operators_browser(
-        tmp_path: Path, python3: str, zipapp: Path, need_binary: Callable[[str], str]) -> None:
-    try:
-        binaries()
-    except MariaDBMissing as missing:
-        unavailable(missing)
+        tmp_path: Path, python3: str, zipapp: Path, mariadb_scratch: MariaDB,
+        need_binary: Callable[[str], str]) -> None:
     chromium = need_binary("chromium")
     host = next(h for h in scenario.harvesters(tmp_path / "hosts") if h.schema and not h.broken)
     queue = host.queues[0]
     password = secrets.token_urlsafe(16)
 
-    with mariadb_server(tmp_path / "mariadb") as db, private_database(tmp_path) as database, \
+    db = mariadb_scratch  # the session's server; this test's schema is dropped after it
+    with private_database(tmp_path) as database, \
             monitor_server(tmp_path / "monitor", database=database, workers=1) as server, \
             fake_slack() as slack:
         run = Scenario(server, slack, host, python3, zipapp, volume=str(tmp_path))

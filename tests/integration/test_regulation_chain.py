@@ -15,35 +15,31 @@ import pytest
 from django.test import Client
 
 from clusterwatch.loopback import harvester_scenario as scenario
-from clusterwatch.loopback.mariadb import MariaDBMissing, binaries, mariadb_server
+from clusterwatch.loopback.mariadb import MariaDB
 from clusterwatch.reporter.record import load_schema
-from tests.components import unavailable
 from tests.monitor.pages.test_views import operator, text_of  # noqa: F401 - fixture
 from tests.monitor.records import store
+from tests.support.harvester_db import PASSWORD
 from tests.support.reporter_zipapp import SYSTEM_PYTHON
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
-PASSWORD = "chain 'pw' %% #1"
 
 
 def test_it_carries_regulation_from_the_harvester_database_to_the_queue_page(
-        tmp_path: Path, operator: Client, zipapp: Path) -> None:  # noqa: F811
-    try:
-        binaries()
-    except MariaDBMissing as missing:
-        unavailable(missing)
+        tmp_path: Path, operator: Client, zipapp: Path,  # noqa: F811
+        mariadb_scratch: MariaDB) -> None:
     host = next(h for h in scenario.harvesters(tmp_path) if h.schema and not h.broken)
     queue = host.queues[0]
     run = [SYSTEM_PYTHON, str(zipapp), *host.reporter_args(["/"]), "--interval-s", "60"]
-    with mariadb_server(tmp_path / "mariadb") as db:
-        scenario.set_up(host, db, PASSWORD, time.time())
-        first = subprocess.run(run, capture_output=True, text=True, check=False)
-        assert first.returncode == 2, first.stderr  # no monitor configured: buffered
-        started = time.time()
-        time.sleep(2.2)  # two whole seconds for the two workers' start times
-        scenario.interval(host, db, started, time.time() - 0.1, 1)
-        printed = subprocess.run([*run, "--print"], capture_output=True, text=True,
-                                 check=False)
+    db = mariadb_scratch  # the session's server; this test's schema is dropped after it
+    scenario.set_up(host, db, PASSWORD, time.time())
+    first = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert first.returncode == 2, first.stderr  # no monitor configured: buffered
+    started = time.time()
+    time.sleep(2.2)  # two whole seconds for the two workers' start times
+    scenario.interval(host, db, started, time.time() - 0.1, 1)
+    printed = subprocess.run([*run, "--print"], capture_output=True, text=True,
+                             check=False)
     assert printed.returncode == 0, printed.stderr
     record = json.loads(printed.stdout)
     jsonschema.Draft202012Validator(load_schema()).validate(record)
