@@ -19,11 +19,9 @@ from clusterwatch.jobs import exposition
 from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.metric_families import job_families
 from clusterwatch.jobs.sampler import JobSample
-from tests.jobs.fake_tree import Tree, v1_slurm_job, v2_job
-from tests.jobs.test_gpus import UUID_0, UUID_1, FakeNvml
-from tests.jobs.test_htcondor import SLOT, job_process
+from tests.jobs.fake_jobs import every_kind_of_job
+from tests.jobs.fake_tree import Tree
 
-ODD = 'a"b\\c\nd'  # every character a label value or help text escapes
 # Name escapings (prometheus_client >= 0.22; before, names are written as with underscores).
 UNDERSCORES, ALLOW_UTF8 = "underscores", "allow-utf-8"
 
@@ -34,28 +32,6 @@ class _Fixed(Collector):
 
     def collect(self) -> Iterable[Metric]:
         return self.families
-
-
-def every_kind_of_job(tree: Tree) -> JobsCollector:
-    """v1 with per-core CPU and GPUs (one without NVML readings), v2, SLUID, HTCondor, a job
-    without processes, label values that need escaping, large and fractional numbers."""
-    v1_slurm_job(tree, "42", tasks={"step_0/task_0": [101], "step_1/task_0": [102]},
-                 usage_ns=123_456_789_012_345, cpus="0-3")
-    tree.process(101, threads=3, rss_pages=123_457, io=(10**12, 7, 3, 1_000_001),
-                 environ={"SLURM_JOB_ID": "42", "SLURM_JOB_GPUS": "10,11,12",
-                          "SLURM_JOB_ACCOUNT": ODD, "SLURM_JOB_PARTITION": "gpu"})
-    tree.process(102, threads=1)
-    v1_slurm_job(tree, "43", uid=0)  # no process, root
-    v2_job(tree, "system.slice/slurmstepd.scope", "job_44",
-           tasks={"step_0/user/task_0": [103]}, cpu_usec=(1, 1, 0))
-    tree.process(103, environ={"SLURM_JOB_ID": "44", "SLURM_JOB_ACCOUNT": "\u00e9t\u00e9"})
-    v2_job(tree, "system.slice/slurmstepd.scope", "s8FXKTA79XAR00",
-           tasks={"step_0/user/task_0": [104]})
-    tree.process(104, environ={"SLURM_JOB_ID": "45"})
-    v2_job(tree, "system.slice/htcondor", SLOT, tasks={"": [201]})
-    job_process(tree, 201)
-    return JobsCollector(tree.cgroup, tree.proc, nvml=FakeNvml([UUID_0, UUID_1],
-                                                               broken={UUID_1}))
 
 
 def prometheus_client_text(samples: Sequence[JobSample], own: Sequence[Metric],

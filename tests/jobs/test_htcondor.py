@@ -9,11 +9,9 @@ from prometheus_client import CollectorRegistry
 from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.file_reader import ErrorCounts
 from clusterwatch.jobs.htcondor import HTCondorV1, HTCondorV2
+from tests.jobs.fake_jobs import AD_PATH, SLOT, job_process
 from tests.jobs.fake_tree import ALICE, Tree, user_name, v1_slurm_job, v2_job
 
-SLOT = "condor_var_lib_condor_execute_slot1_23@node1.example.org"
-AD_PATH = "/var/lib/condor/execute/dir_4711/.job.ad"
-AD = 'ClusterId = 1234\nProcId = 5\nOwner = "alice"\nAccountingGroup = "group_atlas.alice"\n'
 UUID = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
 
 
@@ -21,16 +19,6 @@ def registry_for(tree: Tree) -> CollectorRegistry:
     registry = CollectorRegistry()
     registry.register(JobsCollector(tree.cgroup, tree.proc, scheduler="htcondor", nvml=None))
     return registry
-
-
-def job_process(tree: Tree, pid: int, ad: str = AD) -> None:
-    base = tree.process(pid, environ={
-        "_CONDOR_JOB_AD": AD_PATH, "_CONDOR_SCRATCH_DIR": os.path.dirname(AD_PATH),
-        "_CONDOR_AssignedGPUs": "GPU-604ac76c", "CUDA_VISIBLE_DEVICES": "GPU-604ac76c"})
-    # The ad is read as the job sees it: through /proc/<pid>/root.
-    ad_file = base / "root" / AD_PATH.lstrip("/")
-    ad_file.parent.mkdir(parents=True)
-    ad_file.write_text(ad)
 
 
 def driver_gpu(tree: Tree, minor: int, uuid: str) -> None:

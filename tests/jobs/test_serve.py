@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from clusterwatch.jobs import exposition
 from clusterwatch.jobs.exporter import JobsCollector
 from clusterwatch.jobs.serve import bind, metrics_app, parse_listen
+from tests.jobs.fake_jobs import every_kind_of_job
 from tests.jobs.fake_tree import Tree, v2_job
-from tests.jobs.test_exposition import every_kind_of_job
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 PROMETHEUS_2 = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
