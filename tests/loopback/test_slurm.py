@@ -10,8 +10,10 @@ import pytest
 
 from clusterwatch.loopback import slurm
 from clusterwatch.loopback.services import MissingComponent, ServiceStartError
-from clusterwatch.loopback.slurm import ClusterSettings, SlurmCluster, SlurmUnavailable
+from clusterwatch.loopback.slurm import SlurmCluster, SlurmUnavailable
 from tests.components import unavailable
+
+from .slurm_conf_support import conf_lines, settings
 
 HYBRID_MOUNTS = """\
 tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
@@ -23,20 +25,6 @@ cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0
 cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
 cgroup /elsewhere/pids cgroup rw,relatime,pids 0 0
 """
-
-
-def settings(tmp_path: Path) -> ClusterSettings:
-    return ClusterSettings(
-        workdir=tmp_path, cluster_name="cwtest", node_name="cwn1", partition="cw",
-        cgroup_root=Path("/sys/fs/cgroup"), ctld_port=40001, slurmd_port=40002,
-        hardware="CPUs=2 RealMemory=1000", first_job_id=100_100, jobs_per_core=4)
-
-
-def conf_lines(text: str) -> dict[str, str]:
-    """`Key=value` of each line that is not a comment, continuation lines joined."""
-    joined = text.replace("\\\n", "")
-    return {line.split("=", 1)[0]: line.split("=", 1)[1]
-            for line in joined.splitlines() if line and not line.startswith("#")}
 
 
 def test_the_slurm_conf_has_the_plugins_the_issue_asks_for(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ from clusterwatch.loopback import slurm, slurmdbd
 from clusterwatch.loopback.mariadb import MariaDBMissing
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.slurm import ClusterSettings, SlurmCluster
-from tests.loopback.test_slurm import conf_lines, settings
 from tests.support.slurm_prerequisites import require_slurm
+
+from .slurm_conf_support import conf_lines, settings
 
 
 def test_it_leaves_accounting_off_unless_asked(tmp_path: Path) -> None:
