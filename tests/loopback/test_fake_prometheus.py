@@ -5,6 +5,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from clusterwatch.loopback.fake_prometheus import (
@@ -17,7 +18,7 @@ from clusterwatch.loopback.fake_prometheus import (
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def query(url: str, promql: str, post: bool = False) -> tuple[int, Any]:
+def query(url: str, promql: str, post: bool = False, timeout: float = 5) -> tuple[int, Any]:
     encoded = urllib.parse.urlencode({"query": promql, "time": "1700000000"})
     request: urllib.request.Request
     if post:
@@ -25,7 +26,7 @@ def query(url: str, promql: str, post: bool = False) -> tuple[int, Any]:
     else:
         request = urllib.request.Request(url + "/api/v1/query?" + encoded)
     try:
-        with _OPENER.open(request, timeout=5) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
@@ -69,6 +70,19 @@ def test_it_serves_a_changed_answer_status_and_delay() -> None:
         assert time.monotonic() - started >= 0.3
     assert status == 400
     assert answer == {"status": "error", "errorType": "bad_data", "error": "parse error"}
+
+
+def test_it_holds_its_answers_until_released() -> None:
+    with FakePrometheus() as prom, ThreadPoolExecutor(1) as pool:
+        prom.set_response(error_response("busy", "unavailable"), status=503, hold=True)
+        held = pool.submit(query, prom.url, "up", timeout=900)
+        [request] = prom.wait_held()
+        assert request.route == "/api/v1/query" and prom.queries == [
+            {"query": "up", "time": "1700000000"}]  # recorded before the hold
+        assert not held.done()
+        assert prom.release() == 1
+        assert held.result(timeout=60) == (503, {"status": "error", "errorType": "unavailable",
+                                                 "error": "busy"})
 
 
 def test_it_serves_a_50000_row_answer_quickly() -> None:

@@ -6,6 +6,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 import pytest
@@ -76,24 +77,83 @@ def test_it_plays_the_script_in_order_then_the_default() -> None:
 
 
 def test_it_delays_an_answer() -> None:
-    # 2 s: the undelayed answer that follows must come sooner, even on a loaded machine.
-    with HttpRecorder([ScriptedResponse(200, b"slow", delay=2.0)]) as recorder:
+    with HttpRecorder([ScriptedResponse(200, b"slow", delay=0.5)]) as recorder:
         started = time.monotonic()
         assert send(recorder.url)[:2] == (200, b"slow")
-        assert time.monotonic() - started >= 2.0
-        started = time.monotonic()
-        send(recorder.url)
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started >= 0.5  # one-sided: a loaded machine only adds
+
+
+def test_it_delays_only_the_scripted_answer() -> None:
+    # The next (unscripted) answer is given while the delayed one is still pending: the
+    # order of the two answers shows it, not how fast a loaded machine serves it.
+    with HttpRecorder([ScriptedResponse(200, b"slow", delay=600.0)]) as recorder, \
+            ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(send, recorder.url, timeout=900)
+        recorder.wait_for()
+        assert send(recorder.url)[:2] == (200, b"ok")
+        assert not slow.done()
+        recorder.stop()  # drops the delayed answer: the client sees the connection close
+        with pytest.raises((ConnectionError, urllib.error.URLError)):
+            slow.result(timeout=60)
+
+
+def test_it_holds_an_answer_until_the_test_releases_it() -> None:
+    script = [ScriptedResponse(201, b"held", hold=True)]
+    with HttpRecorder(script) as recorder, ThreadPoolExecutor(1) as pool:
+        held = pool.submit(send, recorder.url + "/first", timeout=900)
+        [request] = recorder.wait_held()
+        assert request.path == "/first" and recorder.held == [request]
+        assert recorder.requests == [request]  # recorded on arrival, before the hold
+        assert send(recorder.url + "/second")[:2] == (200, b"ok")  # others are not held
+        assert not held.done()
+        assert recorder.release() == 1
+        assert held.result(timeout=60)[:2] == (201, b"held")
+        assert recorder.held == [] and recorder.release() == 0
+
+
+def test_it_holds_each_held_answer_again_after_a_release() -> None:
+    with fake_slack(default=SlackResponses.held()) as slack, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(send, slack.url + "/1", timeout=900)
+        slack.wait_held()
+        second = pool.submit(send, slack.url + "/2", timeout=900)
+        slack.wait_held(2)
+        assert slack.release(1) == 1  # the oldest
+        assert first.result(timeout=60)[:2] == (200, b"ok")
+        assert [r.path for r in slack.held] == ["/2"] and not second.done()
+        third = pool.submit(send, slack.url + "/3", timeout=900)
+        assert [r.path for r in slack.wait_held(2)] == ["/2", "/3"]
+        assert slack.release() == 2
+        assert [f.result(timeout=60)[:2] for f in (second, third)] == [(200, b"ok")] * 2
+
+
+def test_it_drops_held_answers_when_stopped() -> None:
+    recorder = HttpRecorder([ScriptedResponse(hold=True)]).start()
+    with ThreadPoolExecutor(1) as pool:
+        held = pool.submit(send, recorder.url, timeout=900)
+        recorder.wait_held()
+        recorder.stop()  # no held handler outlives the server: the client sees it close
+        with pytest.raises((ConnectionError, urllib.error.URLError)):
+            held.result(timeout=60)
+    assert recorder.held == []
+
+
+def test_it_gives_up_waiting_for_a_held_answer_and_says_what_arrived() -> None:
+    with HttpRecorder() as recorder:
+        send(recorder.url + "/answered")
+        with pytest.raises(TimeoutError, match=r"0 of 1 answers held .*POST /answered"):
+            recorder.wait_held(timeout=0.2)
 
 
 def test_it_makes_a_client_time_out_and_still_records_the_request() -> None:
-    with fake_slack([SlackResponses.timeout(30)]) as slack:
+    with fake_slack([SlackResponses.timeout()]) as slack:
         with pytest.raises((socket.timeout, urllib.error.URLError)):  # 3.9: not TimeoutError
             send(slack.url + SLACK_WEBHOOK_PATH, timeout=0.3)
         assert len(slack.requests) == 1
         assert send(slack.url + SLACK_WEBHOOK_PATH)[:2] == (200, b"ok")
+        assert len(slack.held) == 1  # never answered: only the client's clock decided
         started = time.monotonic()
-    assert time.monotonic() - started < 5  # stopping does not wait for the 30 s delay
+    assert time.monotonic() - started < 5  # stopping does not wait for the held answer
+    assert slack.held == []
 
 
 def test_it_waits_for_matching_requests_from_other_threads() -> None:
@@ -169,4 +229,7 @@ def test_slack_named_presets() -> None:
         (SlackResponses.channel_is_archived(), 410, b"channel_is_archived"),
     ]
     for preset, status, body in presets:
-        assert (preset.status, preset.body, preset.delay) == (status, body, 0.0)
+        assert (preset.status, preset.body, preset.delay, preset.hold) == (
+            status, body, 0.0, False)
+    assert (SlackResponses.timeout().hold, SlackResponses.held().hold) == (True, True)
+    assert SlackResponses.timeout(30.0).delay == 30.0

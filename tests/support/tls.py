@@ -114,17 +114,21 @@ class MonitorServer:
 
     `script` is a list of statuses used one per request (200 once it is used up) or a
     function of the body. `echo_auth` puts the request's Authorization header in the answer's
-    body, as a careless server might. `delay` holds each answer back that many seconds.
+    body, as a careless server might. `delay` holds each answer back that many seconds;
+    `hold` never answers (each request is held until `close()`, then dropped), so a client's
+    timeout is decided by its own clock alone.
     Created bound but not listening: connections are refused (the monitor is "down") until
     `start()`.
     """
 
     def __init__(self, cert: Optional[ServerCert], script: Optional[Script] = None,
-                 echo_auth: bool = False, delay: float = 0.0) -> None:
+                 echo_auth: bool = False, delay: float = 0.0, hold: bool = False) -> None:
         self.posts: list[Post] = []
         self.script: Script = script if script is not None else []
         self.echo_auth = echo_auth
         self.delay = delay
+        self.hold = hold
+        self._closing = threading.Event()
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self.httpd = _QuietServer(("127.0.0.1", 0), self._handler(), bind_and_activate=False)
@@ -145,6 +149,7 @@ class MonitorServer:
         return self
 
     def close(self) -> None:
+        self._closing.set()  # held requests end, unanswered
         if self._thread is not None:
             self.httpd.shutdown()
             self._thread.join(5)
@@ -173,6 +178,10 @@ class MonitorServer:
                 with server._lock:
                     server.posts.append(Post(self.path, dict(self.headers), body))
                 status = server._status(body)
+                if server.hold:
+                    server._closing.wait()
+                    self.close_connection = True
+                    return
                 if server.delay:
                     time.sleep(server.delay)
                 answer = b'{"ok": true}' if status < 300 else b'{"error": "scripted"}'

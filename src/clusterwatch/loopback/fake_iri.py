@@ -10,10 +10,12 @@ OPS_SIZE_LIMIT bytes and cuts a longer file without saying so.
 
 Knobs for the ways the field has seen it fail, settable between requests: `fail_all` (every
 call answers that status and detail: the 15-hour 500 outage, a 403), `delay_s` (every answer
-held back), `polls_before_done`, `outcome` (force "failed" or "canceled"), `garbage` ("view"
-or "task": that answer is not JSON), `task_id` (the id the next view hands out),
-`echo_secrets` (a careless server whose problem details quote the Authorization header and the
-URL). A wrong or missing bearer token gets 401. Pass `tls` (a server context) for HTTPS.
+held back that long), `hold` (every answer held until `release()`; stopping the server drops
+it: a server that never answers, whatever the client's timeout), `polls_before_done`,
+`outcome` (force "failed" or "canceled"), `garbage` ("view" or "task": that answer is not
+JSON), `task_id` (the id the next view hands out), `echo_secrets` (a careless server whose
+problem details quote the Authorization header and the URL). A wrong or missing bearer token
+gets 401. Pass `tls` (a server context) for HTTPS.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class FakeIri(LoopbackHTTPServer):
         self.files = {resource: dict(paths) for resource, paths in files.items()}
         self.fail_all: Optional[tuple[int, str]] = None
         self.delay_s = 0.0
+        self.hold = False
         self.polls_before_done = 1
         self.outcome: Optional[str] = None
         self.garbage: Optional[str] = None
@@ -83,7 +86,7 @@ class FakeIri(LoopbackHTTPServer):
         with self._lock:
             self._requests.append(request)
             status, body, headers = self._answer(request)
-        return ScriptedResponse(status, body, headers, self.delay_s)
+        return ScriptedResponse(status, body, headers, self.delay_s, self.hold)
 
     def _answer(self, request: RecordedRequest) -> tuple[int, bytes, Mapping[str, str]]:
         if request.headers.get("authorization") != f"Bearer {self.token}":

@@ -59,19 +59,23 @@ class FakePrometheus(LoopbackHTTPServer):
     """Answers GET and POST /api/v1/query with the body set last; /-/ready says 200.
 
     Use as a context manager; `queries` lists each query's parameters (query string and
-    form body merged; the last value wins).
+    form body merged; the last value wins). With `hold`, each query's answer waits for
+    `release()` (`wait_held()` sees it waiting); stopping the server drops held answers.
     """
 
-    def __init__(self, body: bytes = EMPTY_VECTOR, status: int = 200, delay: float = 0.0) -> None:
+    def __init__(self, body: bytes = EMPTY_VECTOR, status: int = 200, delay: float = 0.0,
+                 hold: bool = False) -> None:
         super().__init__()
         self._lock = threading.Lock()
         self._queries: list[dict[str, str]] = []
-        self._response = ScriptedResponse(status, body, _JSON, delay)
+        self._response = ScriptedResponse(status, body, _JSON, delay, hold)
 
-    def set_response(self, body: bytes, status: int = 200, delay: float = 0.0) -> None:
-        """Answer later queries with `body` (e.g. from vector_response), after `delay` s."""
+    def set_response(self, body: bytes, status: int = 200, delay: float = 0.0,
+                     hold: bool = False) -> None:
+        """Answer later queries with `body` (e.g. from vector_response), after `delay` s,
+        and with `hold` only once the test calls `release()`."""
         with self._lock:
-            self._response = ScriptedResponse(status, body, _JSON, delay)
+            self._response = ScriptedResponse(status, body, _JSON, delay, hold)
 
     @property
     def queries(self) -> list[dict[str, str]]:

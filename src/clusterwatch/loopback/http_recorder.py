@@ -2,8 +2,15 @@
 
 It plays the Slack incoming webhook (`fake_slack()`, default answer 200 "ok") and the
 Alertmanager webhook receiver. Requests are recorded when they arrive, before any scripted
-delay, so a test can see a request whose answer is still pending. Stopping the server wakes
-delayed handlers, which then close the connection without answering.
+hold or delay, so a test can see a request whose answer is still pending.
+
+A scripted answer with `hold=True` is kept back until the test says so: `wait_held()`
+blocks until a request is being held (it raises, naming what arrived, at a generous
+deadline), `release()` lets the held answers go. A test that needs "the client is still
+waiting" synchronises on those events instead of sleeping for a delivery to be slow enough;
+a client timeout test holds the answer and lets only the client's own clock decide. Stopping
+the server wakes held and delayed handlers, which then close the connection without
+answering, so no held answer outlives the test.
 """
 
 from __future__ import annotations
@@ -65,12 +72,14 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class ScriptedResponse:
-    """An answer: status, body, extra headers, and seconds to wait before sending it."""
+    """An answer: status, body, extra headers, seconds to wait before sending it, and whether
+    it is held until the test calls the server's `release()` (or stops the server)."""
 
     status: int = 200
     body: bytes = b"ok"
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    hold: bool = False
 
 
 class SlackResponses:
@@ -85,9 +94,17 @@ class SlackResponses:
         return ScriptedResponse(status, b"internal_error", _TEXT)
 
     @staticmethod
-    def timeout(delay: float = 30.0) -> ScriptedResponse:
-        """Accepted, but answered only after `delay` s: longer than any client timeout."""
+    def timeout(delay: Optional[float] = None) -> ScriptedResponse:
+        """Accepted, but not answered: held until `release()` or the server stops, so any
+        client timeout runs out by the client's own clock. With `delay`, answered after it."""
+        if delay is None:
+            return ScriptedResponse(200, b"ok", _TEXT, hold=True)
         return ScriptedResponse(200, b"ok", _TEXT, delay=delay)
+
+    @staticmethod
+    def held() -> ScriptedResponse:
+        """Answered 200 "ok" once the test calls `release()`: a delivery kept in flight."""
+        return ScriptedResponse(200, b"ok", _TEXT, hold=True)
 
     @staticmethod
     def rate_limited(retry_after: Optional[str] = "1") -> ScriptedResponse:
@@ -135,7 +152,8 @@ class LoopbackHTTPServer:
 
     Subclasses implement `respond`, which runs on the server's handler threads. With `tls`
     (a server context) it speaks HTTPS; each connection's handshake runs on its handler
-    thread, so a client that never completes one holds no other request.
+    thread, so a client that never completes one holds no other request. An answer with
+    `hold=True` waits for `release()`; `held`, `wait_held()` show what is being held.
     """
 
     def __init__(self, tls: Optional[ssl.SSLContext] = None) -> None:
@@ -143,6 +161,8 @@ class LoopbackHTTPServer:
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
         self._stopping = threading.Event()
+        self._holding = threading.Condition()
+        self._held: list[tuple[RecordedRequest, threading.Event]] = []
 
     def respond(self, request: RecordedRequest) -> ScriptedResponse:
         raise NotImplementedError
@@ -173,11 +193,68 @@ class LoopbackHTTPServer:
         self._thread.start()
         return self
 
+    @property
+    def held(self) -> list[RecordedRequest]:
+        """The requests whose answers are being held now, oldest first."""
+        with self._holding:
+            return [request for request, _gate in self._held]
+
+    def wait_held(self, count: int = 1, timeout: float = 60.0) -> list[RecordedRequest]:
+        """Block until at least `count` answers are being held; return their requests.
+
+        `timeout` is a deadline for the failure message, not part of what a test proves:
+        TimeoutError says how many were held and which requests arrived.
+        """
+        deadline = time.monotonic() + timeout
+        with self._holding:
+            while len(self._held) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"{len(self._held)} of {count} answers held within {timeout:g} s; "
+                        f"received: {self._received()}")
+                self._holding.wait(left)
+            return [request for request, _gate in self._held]
+
+    def release(self, count: Optional[int] = None) -> int:
+        """Let the held answers go (the oldest `count`, default all); return how many.
+
+        An answer scripted with `hold=True` that arrives later is held again.
+        """
+        with self._holding:
+            chosen = self._held if count is None else self._held[:count]
+            for _request, gate in chosen:
+                gate.set()
+            released = len(chosen)
+            del self._held[:released]
+            self._holding.notify_all()
+        return released
+
+    def _hold(self, request: RecordedRequest) -> bool:
+        """Runs on the handler thread: wait for release(); False if the server is stopping."""
+        gate = threading.Event()
+        with self._holding:
+            if self._stopping.is_set():
+                return False
+            self._held.append((request, gate))
+            self._holding.notify_all()
+        gate.wait()
+        return not self._stopping.is_set()
+
+    def _received(self) -> list[str]:
+        """What arrived, for failure messages (subclasses that record requests say more)."""
+        return [f"{request.method} {request.path}" for request, _gate in self._held]
+
     def stop(self) -> None:
         server, thread = self._server, self._thread
         if server is None:
             return
         self._stopping.set()  # wakes handlers sleeping on a scripted delay
+        with self._holding:  # and those holding an answer: they drop the connection
+            for _request, gate in self._held:
+                gate.set()
+            self._held.clear()
+            self._holding.notify_all()
         server.shutdown()
         server.server_close()
         if thread is not None:
@@ -253,6 +330,9 @@ class HttpRecorder(LoopbackHTTPServer):
                     )
                 self._changed.wait(left)
 
+    def _received(self) -> list[str]:
+        return [f"{r.method} {r.path}" for r in self.requests]
+
     def respond(self, request: RecordedRequest) -> ScriptedResponse:
         with self._changed:
             self._requests.append(request)
@@ -312,6 +392,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             received_at=time.monotonic(),
         )
         response = owner.respond(request)
+        if response.hold and not owner._hold(request):
+            return  # server stopping: drop the connection unanswered
         if response.delay > 0 and owner._stopping.wait(response.delay):
             return  # server stopping: drop the connection unanswered
         try:

@@ -3,13 +3,16 @@
 `with SmtpServer() as smtp:` starts aiosmtpd's Controller (a thread of this process) on a
 free loopback port; `smtp.messages` are the accepted messages, parsed. It can require a
 login (`login=(user, password)`, AUTH PLAIN/LOGIN without TLS, on loopback only), answer
-DATA with an error for a while (`refuse(...)`), or go down and come back on the same port
-(`down()`, `up()`), which is how the tests show that a failed send is retried, never lost.
+DATA with an error for a while (`refuse(...)`), hold its answer to DATA until the test
+releases it (`hold()`, `wait_held()`, `release()`: a send caught in flight), or go down and
+come back on the same port (`down()`, `up()`), which is how the tests show that a failed send
+is retried, never lost.
 aiosmtpd is a development dependency: without it the server raises MissingComponent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import threading
@@ -32,6 +35,9 @@ class SmtpServer:
         self.failed_logins = 0
         self._refusal: Optional[str] = None
         self._lock = threading.Lock()
+        self._held_changed = threading.Condition(self._lock)
+        self._holding = False
+        self._held: list[tuple[EmailMessage, threading.Event]] = []
         self._controller: Any = None
 
     def __enter__(self) -> SmtpServer:
@@ -64,6 +70,7 @@ class SmtpServer:
 
     def down(self) -> None:
         """Stop answering: connections are refused until `up()`."""
+        self._drop_held()  # their sessions end with the controller: none outlives it
         if self._controller is not None:
             self._controller.stop()
             self._controller = None
@@ -71,6 +78,36 @@ class SmtpServer:
     def refuse(self, answer: Optional[str]) -> None:
         """Answer DATA with `answer` (e.g. "451 4.3.0 try again later"); None accepts again."""
         self._refusal = answer
+
+    def hold(self) -> None:
+        """From now on keep each message, then hold its answer to DATA until `release()`.
+
+        A client is then in the middle of a send (its message taken, no "250" yet) for as
+        long as the test needs, instead of for as long as a fixed wait lasts; `wait_held()`
+        sees it there. Other sessions go on meanwhile; a refused DATA (`refuse()`) is
+        answered at once. `down()` drops held answers.
+        """
+        with self._lock:
+            self._holding = True
+
+    def release(self) -> int:
+        """Answer every held DATA and stop holding; return how many were held."""
+        with self._lock:
+            self._holding = False
+            return self._open_held()
+
+    def wait_held(self, count: int = 1, timeout: float = 60.0) -> list[EmailMessage]:
+        """Block until `count` answers to DATA are held; return their messages, oldest first.
+        `timeout` is a deadline for the failure message: TimeoutError says what was taken."""
+        deadline = time.monotonic() + timeout
+        with self._held_changed:
+            while len(self._held) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{len(self._held)} of {count} SMTP answers held within "
+                                       f"{timeout:g} s; {len(self.messages)} messages taken")
+                self._held_changed.wait(left)
+            return [message for message, _gate in self._held]
 
     def wait_for(self, count: int, timeout: float = 10.0) -> list[EmailMessage]:
         deadline = time.monotonic() + timeout
@@ -91,6 +128,32 @@ class SmtpServer:
             self.messages.append(parsed)
         return "250 OK"
 
+    def _deliver(self, mail_from: str, rcpt_tos: list[str],
+                 content: bytes) -> tuple[str, Optional[threading.Event]]:
+        """The answer to DATA, and the gate it waits for while `hold()` is on."""
+        taken = len(self.messages)
+        answer = self._accept(mail_from, rcpt_tos, content)
+        with self._held_changed:
+            if not self._holding or len(self.messages) == taken:  # not held: refused
+                return answer, None
+            # No other session runs between _accept and here (one event loop): ours is last.
+            gate = threading.Event()
+            self._held.append((self.messages[-1], gate))
+            self._held_changed.notify_all()
+        return answer, gate
+
+    def _open_held(self) -> int:
+        """With the lock held: let every held answer go."""
+        held, self._held = self._held, []
+        for _message, gate in held:
+            gate.set()
+        self._held_changed.notify_all()
+        return len(held)
+
+    def _drop_held(self) -> None:
+        with self._lock:
+            self._open_held()
+
     def _authenticate(self, _server: Any, _session: Any, _envelope: Any, mechanism: str,
                       auth_data: Any) -> Any:
         from aiosmtpd.smtp import AuthResult, LoginPassword
@@ -110,4 +173,7 @@ class _Handler:
     async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:
         content = envelope.original_content or envelope.content
         data = content if isinstance(content, bytes) else str(content).encode()
-        return self._server._accept(envelope.mail_from, envelope.rcpt_tos, data)
+        answer, gate = self._server._deliver(envelope.mail_from, envelope.rcpt_tos, data)
+        while gate is not None and not gate.is_set():
+            await asyncio.sleep(0.01)  # held: other sessions are served meanwhile
+        return answer
