@@ -221,7 +221,7 @@ def test_it_retries_on_5xx(recorder: HttpRecorder, status: int) -> None:
 
 
 def test_it_retries_on_a_timeout(recorder: HttpRecorder) -> None:
-    recorder.enqueue(ScriptedResponse(200, b"", delay=30))
+    recorder.enqueue(ScriptedResponse(200, b"", hold=True))  # never answered while it waits
 
     assert am_for(recorder).send([ALERT], T0) == ch.SendResult(ch.RETRY, "timeout")
 

@@ -100,7 +100,7 @@ def test_it_reads_retry_after_from_a_real_503(recorder: HttpRecorder) -> None:
 
 
 def test_it_retries_on_a_real_timeout(recorder: HttpRecorder) -> None:
-    recorder.enqueue(ScriptedResponse(200, b"", delay=30))
+    recorder.enqueue(ScriptedResponse(200, b"", hold=True))  # never answered while it waits
 
     assert hook_for(recorder).send(EVENTS, T0) == ch.SendResult(ch.RETRY, "timeout")
 

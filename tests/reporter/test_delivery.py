@@ -200,7 +200,7 @@ def test_it_keeps_the_records_when_the_ca_bundle_cannot_be_read(
 
 def test_it_gives_up_on_a_silent_monitor_after_the_timeout(
         buffer: Buffer, clock: Clock, pki: dict[str, Any]) -> None:
-    with MonitorServer(pki["server"], delay=2.0) as server:
+    with MonitorServer(pki["server"], hold=True) as server:  # never answers: 0.3 s decides
         buffer.add({"seq": 0})
         outcome = deliver(buffer, server.start().url, TOKEN, ca_bundle=ca_of(pki),
                           timeout=0.3, now=clock)

@@ -366,7 +366,7 @@ def assert_secret_kept(pool: Pool, url: str, *outputs: str) -> None:
 
 @pytest.mark.parametrize("answer", [
     SlackResponses.ok(), SlackResponses.server_error(500), SlackResponses.no_service(),
-    SlackResponses.invalid_token(), SlackResponses.timeout(5.0),
+    SlackResponses.invalid_token(), SlackResponses.timeout(),
     SlackResponses.rate_limited("bogus"),
 ], ids=["ok", "500", "404", "403", "timeout", "429"])
 def test_it_never_shows_the_webhook_url(pool: Pool, capsys, answer) -> None:  # type: ignore[no-untyped-def]

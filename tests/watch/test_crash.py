@@ -156,14 +156,14 @@ def test_it_redelivers_when_killed_after_slack_accepted_but_before_the_ack_was_s
 def test_it_keeps_the_batch_when_the_process_dies_while_slack_is_slow(pool: Pool) -> None:
     """kill -9 from outside while the send is in flight, after the state was saved."""
     prepare(pool)
-    pool.slack.set_default(SlackResponses.timeout(delay=30))
+    pool.slack.set_default(SlackResponses.timeout())  # held until the test ends
     now = T0 + 15 * 60
     pool.set_gpu_mtimes({G1: now - 10, G2: now - 10}, now)
     args = [sys.executable, "-c", CHILD, "0", repr(now), str(pool.config_dir),
             str(pool.state_dir), pool.prometheus.url, str(pool.condor_status)]
     child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        pool.slack.wait_for(timeout=30)
+        pool.slack.wait_held(timeout=30)  # the send is in flight
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(timeout=30)

@@ -170,7 +170,7 @@ def test_it_makes_every_gpu_unknown_when_prometheus_is_unreachable(pool: Pool) -
 
 def test_it_makes_every_gpu_unknown_when_prometheus_times_out(pool: Pool) -> None:
     pool.write_toml("[prometheus]\ntimeout_s = 0.3\n")
-    pool.prometheus.set_response(vector_response([]), delay=2)
+    pool.prometheus.set_response(vector_response([]), hold=True)  # only the client's clock
     pool.set_machines([W1, W2])
     result = pool.poll(T0)
     assert result.gpu_error == "request failed (timeout)"

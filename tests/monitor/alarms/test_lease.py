@@ -62,7 +62,7 @@ def monitor(migrated: Path, tmp_path: Path) -> Iterator[tuple[Path, HttpRecorder
         secret.write_text(f"{slack.url}/services/T0/B0/secret\n")
         secret.chmod(0o600)
         (tmp_path / "alarms.toml").write_text(
-            '[[channels]]\ntype = "slack"\nwebhook_file = "slack_webhook"\ntimeout_s = 20\n')
+            '[[channels]]\ntype = "slack"\nwebhook_file = "slack_webhook"\ntimeout_s = 120\n')
         yield tmp_path, slack
 
 
@@ -74,13 +74,15 @@ def evaluate(data_dir: Path) -> subprocess.Popen[str]:
 
 def test_it_lets_one_of_two_concurrent_runs_deliver(monitor: tuple[Path, HttpRecorder]) -> None:
     data_dir, slack = monitor
-    # Keeps the first run inside delivery until the second has started (a new Python and
-    # Django, seconds on a loaded machine) and met the lease; the channel's timeout_s is 20.
-    slack.enqueue(SlackResponses.timeout(delay=10.0))
+    # The first run's delivery is held in flight, lease taken, until the second run has
+    # met the lease and exited, however long its Python and Django take to start; then it
+    # is answered, well inside the channel's timeout_s (120: a deadline, not a premise).
+    slack.enqueue(SlackResponses.held())
     first = evaluate(data_dir)
-    slack.wait_for(timeout=60)
+    slack.wait_held(timeout=60)
     second = evaluate(data_dir)
     out, err = second.communicate(timeout=60)
+    assert slack.release() == 1
     assert second.returncode == 0, err
     assert "another alarm run holds the lease" in err and "this run skips" in err
     assert out == ""
@@ -92,9 +94,9 @@ def test_it_lets_one_of_two_concurrent_runs_deliver(monitor: tuple[Path, HttpRec
 
 def test_it_sends_again_after_the_run_was_killed(monitor: tuple[Path, HttpRecorder]) -> None:
     data_dir, slack = monitor
-    slack.enqueue(SlackResponses.timeout(delay=30.0))
+    slack.enqueue(SlackResponses.held())  # never answered to this run: released at teardown
     killed = evaluate(data_dir)
-    slack.wait_for(timeout=60)  # committed, and now waiting for Slack's answer
+    slack.wait_held(timeout=60)  # committed, and now waiting for Slack's answer
     killed.send_signal(signal.SIGKILL)
     killed.communicate(timeout=30)
     rerun = evaluate(data_dir)

@@ -27,7 +27,7 @@ def _outage(iri: FakeIri) -> None:
 
 
 def _slow(iri: FakeIri) -> None:
-    iri.delay_s = 3.0
+    iri.hold = True  # never answered: the client's 1 s timeout decides
 
 
 def _never_done(iri: FakeIri) -> None:

@@ -23,7 +23,7 @@ from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
 from tests.support.tls import ServerCert
 
 TIMEOUT = 1.5
-MARGIN = 1.0
+MARGIN = 3.0  # a loaded machine's slack, one-sided: the dripping answer takes 16 s whole
 
 
 def failure(base_url: str, **options: float) -> IriError:

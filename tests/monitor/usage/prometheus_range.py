@@ -3,11 +3,12 @@ usage reports send: `m{jobid="X"}`, and `max_over_time` / `count_over_time` of i
 
 `query_range` and `query` are evaluated as Prometheus does: a plain selector takes the
 latest sample within 5 minutes before each evaluation time; `*_over_time(...[Ns])` the
-samples in (t - N, t]. `fail_with` replaces every answer (status, body, delay).
+samples in (t - N, t]. `fail_with` replaces every answer (status, body, delay, hold).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -47,9 +48,12 @@ class RangePrometheus(LoopbackHTTPServer):
             self._series = [(name, labels, [s for s in scrapes if s[0] >= at])
                             for name, labels, scrapes in self._series]
 
-    def fail_with(self, status: int, body: bytes, delay: float = 0.0) -> None:
+    def fail_with(self, status: int, body: bytes, delay: float = 0.0,
+                  hold: bool = False) -> None:
+        """Every later answer is this one; with `hold`, kept back until `release()` (or the
+        server stops): a Prometheus that never answers, whatever the client's timeout."""
         with self._lock:
-            self._failure = ScriptedResponse(status, body, _JSON, delay)
+            self._failure = ScriptedResponse(status, body, _JSON, delay, hold)
 
     def respond(self, request: RecordedRequest) -> ScriptedResponse:
         params = dict(urllib.parse.parse_qsl(request.body.decode()))
@@ -76,8 +80,9 @@ class RangePrometheus(LoopbackHTTPServer):
             if name != metric or labels.get("jobid") != jobid:
                 continue
             values = []
+            ats = [at for at, _value in scrapes]  # sorted: each evaluation is two bisections
             for t in times:
-                value = _at(scrapes, t, function, float(window or 0))
+                value = _at(scrapes, ats, t, function, float(window or 0))
                 if value is not None:
                     values.append([t, _text(value)])
             if values:
@@ -94,12 +99,15 @@ class RangePrometheus(LoopbackHTTPServer):
         return ScriptedResponse(200, json.dumps(body).encode(), _JSON)
 
 
-def _at(scrapes: list[Scrape], t: float, function: Optional[str],
+def _at(scrapes: list[Scrape], ats: list[float], t: float, function: Optional[str],
         window: float) -> Optional[float]:
+    # The scrapes in (t - lookback or window, t], found by bisection: a week of 30 s scrapes
+    # at 1,000 evaluation times is then milliseconds, not seconds of a loaded machine.
+    end = bisect.bisect_right(ats, t)
     if function is None:
-        before = [v for at, v in scrapes if t - LOOKBACK_S < at <= t]
-        return before[-1] if before else None
-    inside = [v for at, v in scrapes if t - window < at <= t]
+        start = bisect.bisect_right(ats, t - LOOKBACK_S)
+        return scrapes[end - 1][1] if end > start else None
+    inside = [v for _time, v in scrapes[bisect.bisect_right(ats, t - window):end]]
     if not inside:
         return None
     return max(inside) if function == "max" else float(len(inside))

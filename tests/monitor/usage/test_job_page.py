@@ -190,7 +190,7 @@ def test_it_shows_a_503_page_when_prometheus_is_down_or_slow(
     assert "try again in a few minutes" in text_of(down)
     monkeypatch.setenv("CLUSTERWATCH_PROMETHEUS_TIMEOUT_S", "0.5")
     get_config.cache_clear()
-    usage_site.prometheus.fail_with(200, b"{}", delay=2.0)
+    usage_site.prometheus.fail_with(200, b"{}", hold=True)  # only the 0.5 s timeout decides
     slow = client.get("/usage/jobs/4242/")
     assert slow.status_code == 503 and "(timeout)" in text_of(slow)
     assert usage_site.prometheus.url not in slow.content.decode()

@@ -24,7 +24,9 @@ from tests.monitor.usage.test_api import client_of
 pytestmark = pytest.mark.django_db
 
 DEADLINE_S = 2.0
-SLACK_S = 1.5  # the accounting call, Django, a loaded machine
+# The accounting call, Django, a loaded machine: one-sided slack, still short of what a
+# per-query deadline would let 19 slow answers (7.6 s) or the dripping one (over 20 s) take.
+SLACK_S = 3.0
 
 
 class SlowPrometheus(RangePrometheus):
