@@ -16,10 +16,8 @@ import contextlib
 import http.client
 import os
 import resource
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +25,10 @@ from typing import Callable, Optional
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from clusterwatch.loopback.services import free_port, stop_process, track
+from clusterwatch.loopback import supervisor
 from tests.jobs.fake_tree import Tree
 
 START_TIMEOUT_S = 20.0
-PORT_ATTEMPTS = 3  # a port found free may be taken before serve binds it
 SeriesKey = tuple[str, frozenset[tuple[str, str]]]
 
 
@@ -139,49 +136,25 @@ def serving(command: Callable[[int], list[str]], log_path: Callable[[int], Path]
             preexec_fn: Optional[Callable[[], None]] = None) -> Iterator[Exporter]:
     """`command(port)` (a `clusterwatch jobs serve` listening on 127.0.0.1:port) on a free
     port, its output in `log_path(port)`, up until the block ends; then stopped with
-    SIGTERM, which must end it with status 0. Started again on another port when something
-    took the port between the probe and serve's bind (as the loopback harness's services
-    are)."""
+    SIGTERM, which must end it with status 0. Started by the loopback harness's supervisor:
+    again on another port when something took the port between the probe and serve's bind;
+    a serve that exits or does not listen raises its ServiceStartError, with its log."""
     exporter = _start(command, log_path, preexec_fn)
     try:
         yield exporter
         exporter.process.terminate()
         assert exporter.process.wait(10) == 0, exporter.log()
     finally:
-        stop_process(exporter.process)
+        supervisor.stop_process(exporter.process)
 
 
 def _start(command: Callable[[int], list[str]], log_path: Callable[[int], Path],
            preexec_fn: Optional[Callable[[], None]]) -> Exporter:
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port = free_port()
-        with log_path(port).open("wb") as log:
-            process = subprocess.Popen(command(port), stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
-        track(process)
-        exporter = Exporter(process, port, log_path(port))
-        try:
-            if _wait_listening(exporter):
-                return exporter
-        except BaseException:
-            stop_process(process)
-            raise
-        stop_process(process)
-        log = exporter.log()
-        assert attempt < PORT_ATTEMPTS and "address already in use" in log.lower(), (
-            f"serve exited: {log}")
-    raise AssertionError("unreachable")  # pragma: no cover
+    def attempt(ports: supervisor.Ports) -> Exporter:
+        daemon = supervisor.spawn("clusterwatch jobs serve", command(ports[0]),
+                                  log_path(ports[0]), ports=ports, preexec_fn=preexec_fn)
+        # Bare connections: being up never costs a collection.
+        supervisor.await_ready(daemon, supervisor.tcp_accepts(ports[0]), START_TIMEOUT_S)
+        return Exporter(daemon.process, daemon.port, daemon.log_path)
 
-
-def _wait_listening(exporter: Exporter) -> bool:
-    """True once serve's port accepts connections; False when serve exited first."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        if exporter.process.poll() is not None:
-            return False
-        try:
-            socket.create_connection(("127.0.0.1", exporter.port), timeout=1).close()
-            return True
-        except OSError:
-            assert time.monotonic() < deadline, f"serve not up: {exporter.log()}"
-            time.sleep(0.05)
+    return supervisor.on_free_ports(1, attempt)

@@ -82,7 +82,8 @@ def test_a_worker_that_cannot_boot_is_reported_with_the_log(tmp_path: Path,
                     workers, log_path)
 
     monkeypatch.setattr(harness, "_start_gunicorn", broken)
-    with pytest.raises(MonitorStartError, match=r"gunicorn exited with status \d+") as raised, \
+    with pytest.raises(MonitorStartError,
+                       match=r"gunicorn did not start: exited with status \d+") as raised, \
             monitor_server(tmp_path, startup_timeout=30):
         pass
     assert "No module named 'no'" in str(raised.value)

@@ -101,7 +101,7 @@ def test_a_server_that_cannot_start_is_reported_with_its_log(
     with pytest.raises(PostgresStartError) as raised, postgres_server():
         pass
     message = str(raised.value)
-    assert "pg_ctl start failed" in message
+    assert "postgres did not start: exited with status 1" in message
     assert 'unrecognized configuration parameter "no_such_setting"' in message
     assert len(made) == 1 and not made[0].exists()  # nothing left behind
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from clusterwatch.atomic_write import write_atomically
-from clusterwatch.loopback import services
+from clusterwatch.loopback import services, supervisor
 from clusterwatch.loopback.http_recorder import HttpRecorder
 from clusterwatch.loopback.services import (
     MissingComponent,
@@ -172,8 +172,9 @@ def test_it_retries_with_another_port_when_the_port_was_taken(
         squatter.listen()
         taken = squatter.getsockname()[1]
         ports = iter([taken])
-        real_free_port = services.free_port
-        monkeypatch.setattr(services, "free_port", lambda: next(ports, None) or real_free_port())
+        real_free_port = supervisor.free_port
+        monkeypatch.setattr(supervisor, "free_port",
+                            lambda: next(ports, None) or real_free_port())
         with node_exporter(tmp_path) as exporter:
             assert exporter.port != taken
             assert http_get(exporter.url + "/metrics")[0] == 200

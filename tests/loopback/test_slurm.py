@@ -46,6 +46,31 @@ def test_the_slurm_conf_has_the_plugins_the_issue_asks_for(tmp_path: Path) -> No
         assert conf[key].startswith(str(tmp_path)), key
 
 
+def test_every_file_and_socket_of_a_cluster_is_in_its_own_directory(tmp_path: Path) -> None:
+    # Several clusters at once (pytest-xdist workers) share nothing but the cgroup mounts.
+    conf = conf_lines(slurm.slurm_conf(settings(tmp_path)))
+    paths = {key: value.split("=", 1)[-1] for key, value in conf.items()
+             if value.split("=", 1)[-1].startswith("/")}
+    assert set(paths) >= {"AuthInfo", "StateSaveLocation", "SlurmdSpoolDir",
+                          "SlurmctldPidFile", "SlurmdPidFile", "SlurmctldLogFile",
+                          "SlurmdLogFile", "PlugStackConfig"}
+    outside = {key: path for key, path in paths.items() if not path.startswith(str(tmp_path))}
+    assert outside == {"MailProg": "/bin/true"}
+
+
+def test_two_clusters_of_one_process_get_their_own_node_names_and_job_ids() -> None:
+    first, second = SlurmCluster(), SlurmCluster()
+    assert first.node_name != second.node_name  # their own slurm_<node> cgroup directories
+    assert {first.node_name[:len(f"cwn{os.getpid()}")],
+            second.node_name[:len(f"cwn{os.getpid()}")]} == {f"cwn{os.getpid()}"}
+    # 100 job IDs of its own per cluster: 4 per process, neighbouring pids (xdist workers).
+    starts = sorted(slurm.first_job_id(pid, number) for pid in (4100, 4101, 4102)
+                    for number in range(4))
+    assert all(later - earlier >= 100 for earlier, later in zip(starts, starts[1:]))
+    highest = max(slurm.first_job_id(pid, 3) for pid in range(164_990, 165_010))
+    assert highest + 100 < 67_043_328  # Slurm's default MaxJobId
+
+
 def test_the_cgroup_conf_asks_for_v1_and_constrains_cores_and_memory(tmp_path: Path) -> None:
     conf = conf_lines(slurm.cgroup_conf(settings(tmp_path)))
     assert conf == {

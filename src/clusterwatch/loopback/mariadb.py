@@ -14,19 +14,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import time
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from clusterwatch.loopback.services import free_port
+from clusterwatch.loopback import supervisor
 
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
-PORT_ATTEMPTS = 3
+# A Unix socket's path holds at most 107 bytes (sun_path); a deeper base gets a short one.
+_SOCKET_PATH_MAX = 100
 # The harvester writes naive UTC through a session in the server's default zone, and the
 # reporter reads in that same zone: a non-UTC default proves no conversion creeps in.
 DEFAULT_TIME_ZONE = "+05:00"
@@ -80,24 +80,10 @@ class MariaDB:
 
     def sql(self, script: str, database: Optional[str] = None) -> str:
         """Runs `script` as root through the private socket; its batch output."""
-        command = [self.client, "--no-defaults", f"--socket={self.socket}", "--user=root",
-                   "--batch", "--skip-column-names"]
-        if database:
-            command.append(f"--database={database}")
-        done = subprocess.run(command, input=script, capture_output=True, text=True,
-                              timeout=60, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"mysql as root failed: {done.stderr.strip()}")
-        return done.stdout
+        return _root_sql(self.client, self.socket, script, database)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        supervisor.stop_process(self.process, STOP_TIMEOUT)
 
 
 def find_binary(names: Sequence[str]) -> Optional[str]:
@@ -135,51 +121,60 @@ def mariadb_server(base: Path) -> Iterator[MariaDB]:
         capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"mariadb-install-db failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        db = _start(server, client, base, datadir, free_port(), as_root)
-        reason = _wait_ready(db)
-        if reason is None:
-            break
-        db.stop()
-        log = (base / "error.log").read_text(errors="replace")
-        if attempt < PORT_ATTEMPTS and "already in use" in log.lower():
-            continue
-        raise RuntimeError(f"mariadbd {reason}: {log[-3000:]}")
-    try:
-        yield db
-    finally:
-        db.stop()
+    with contextlib.ExitStack() as cleanup:
+        sock = base / "mysqld.sock"
+        if len(os.fsencode(sock)) > _SOCKET_PATH_MAX:  # e.g. a deep pytest-xdist tmp_path
+            short = tempfile.mkdtemp(prefix="cw-mariadb-")
+            cleanup.callback(shutil.rmtree, short, ignore_errors=True)
+            sock = Path(short) / "mysqld.sock"
+        daemon = supervisor.start(
+            "mariadbd", lambda ports: _command(server, base, datadir, sock, ports[0], as_root),
+            base / "mariadbd.out", lambda ports: _ready(client, sock),
+            startup_timeout=STARTUP_TIMEOUT, own_logs=[base / "error.log"],
+            stop_timeout=STOP_TIMEOUT)
+        db = MariaDB(process=daemon.process, base=base, socket=sock, port=daemon.port,
+                     client=client)
+        try:
+            yield db
+        finally:
+            db.stop()
 
 
-def _start(server: str, client: str, base: Path, datadir: Path, port: int,
-           as_root: list[str]) -> MariaDB:
-    sock = base / "mysqld.sock"
-    command = [
+def _command(server: str, base: Path, datadir: Path, sock: Path, port: int,
+             as_root: list[str]) -> list[str]:
+    return [
         server, "--no-defaults", f"--datadir={datadir}", f"--socket={sock}", f"--port={port}",
         "--bind-address=127.0.0.1", f"--pid-file={base / 'mysqld.pid'}",
         f"--log-error={base / 'error.log'}", f"--tmpdir={base}", "--skip-log-bin",
         "--innodb-buffer-pool-size=32M", f"--default-time-zone={DEFAULT_TIME_ZONE}",
         *as_root,
     ]
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    return MariaDB(process=process, base=base, socket=sock, port=port, client=client)
 
 
-def _wait_ready(db: MariaDB) -> Optional[str]:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        if db.process.poll() is not None:
-            return f"exited with status {db.process.returncode}"
-        if db.socket.exists():
-            try:
-                db.sql("SELECT 1;")
-                return None
-            except RuntimeError:
-                pass
-        if time.monotonic() >= deadline:
-            return f"not ready within {STARTUP_TIMEOUT:g} s"
-        time.sleep(0.05)
+def _ready(client: str, sock: Path) -> supervisor.Probe:
+    """Root's `SELECT 1` through the private socket works."""
+    def answers() -> bool:
+        if not sock.exists():
+            return False
+        try:
+            _root_sql(client, sock, "SELECT 1;")
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return False
+        return True
+
+    return supervisor.Probe(answers, "no answer to SELECT 1 through its socket")
+
+
+def _root_sql(client: str, sock: Path, script: str, database: Optional[str] = None) -> str:
+    command = [client, "--no-defaults", f"--socket={sock}", "--user=root", "--batch",
+               "--skip-column-names"]
+    if database:
+        command.append(f"--database={database}")
+    done = subprocess.run(command, input=script, capture_output=True, text=True, timeout=60,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"mysql as root failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def sql_string(value: str) -> str:

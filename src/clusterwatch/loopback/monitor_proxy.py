@@ -7,7 +7,9 @@ given one, its upstream onto the monitor's port and the static directory into `w
 every other directive (timeouts, buffering, limits) is kept as shipped. Each swap must
 find what it replaces, so a change to the shipped file that the rendering no longer
 understands fails loudly instead of testing something else. nginx then runs in the
-foreground with its pid, logs and temporary files in `work_dir`, until the block ends.
+foreground with its pid, logs and temporary files in `work_dir`, until the block ends:
+started and stopped by the harness's supervisor (loopback/supervisor.py), leading its own
+process group, so that a SIGKILL after the timeout takes its worker along.
 """
 
 from __future__ import annotations
@@ -16,29 +18,17 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 import ssl
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from clusterwatch.loopback.services import (
-    LOOPBACK,
-    MissingComponent,
-    free_port,
-    log_tail,
-    stop_process,
-    track,
-)
+from clusterwatch.loopback import supervisor
+from clusterwatch.loopback.services import LOOPBACK, MissingComponent, log_tail
 
 STARTUP_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
-PORT_ATTEMPTS = 3
 READY_PATH = "/accounts/login/"
 # nginx lives in /usr/sbin, which is not on every user's PATH.
 _SEARCH = (os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin")
@@ -62,7 +52,7 @@ http {{
 """
 
 
-class ProxyStartError(Exception):
+class ProxyStartError(supervisor.ServiceStartError):
     """nginx refused the configuration, exited or did not answer; the message ends with its
     error log."""
 
@@ -111,7 +101,8 @@ def render_site(text: str, *, port: int, http_port: int, upstream_port: int,
     for pattern, replacement in swaps:
         text, count = re.subn(pattern, replacement, text, flags=re.MULTILINE)
         if count == 0:
-            raise ProxyStartError(f"the site file no longer has what /{pattern}/ swaps")
+            raise ProxyStartError("nginx", f"the site file no longer has what /{pattern}/ "
+                                  "swaps")
     return text
 
 
@@ -133,57 +124,24 @@ def monitor_proxy(site: Path, upstream_port: int, work_dir: Path, *, certificate
     user = "user root;\n" if os.geteuid() == 0 else ""
     config.write_text(_MAIN_CONFIG.format(user=user, work=work_dir))
     log_path = work_dir / "error.log"
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port, http_port = free_port(), free_port()
+
+    def command(ports: supervisor.Ports) -> list[str]:
+        port, http_port = ports
         (work_dir / "site.conf").write_text(render_site(
             site.read_text(), port=port, http_port=http_port, upstream_port=upstream_port,
             certificate=certificate, key=key, static_dir=work_dir / "static"))
-        proxy = _start(nginx, config, work_dir, port, http_port, ca_file, log_path)
-        reason = _wait_ready(proxy, startup_timeout)
-        if reason is None:
-            break
-        stop_process(proxy.process, STOP_TIMEOUT)
-        tail = log_tail(log_path)
-        if attempt < PORT_ATTEMPTS and "address already in use" in tail.lower():
-            continue  # someone took a port between our probe and nginx's bind
-        raise ProxyStartError(f"nginx {reason}\n--- end of its error log ---\n{tail}")
-    try:
-        yield proxy
-    finally:
-        stop_process(proxy.process, STOP_TIMEOUT)
+        return [nginx, "-p", f"{work_dir}/", "-e", str(log_path), "-c", str(config),
+                "-g", "daemon off;"]
 
-
-def _start(nginx: str, config: Path, work_dir: Path, port: int, http_port: int,
-           ca_file: Path, log_path: Path) -> MonitorProxy:
-    command = [nginx, "-p", f"{work_dir}/", "-e", str(log_path), "-c", str(config),
-               "-g", "daemon off;"]
-    with open(work_dir / "nginx.out", "ab") as out:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
-                                   stderr=subprocess.STDOUT)
-    track(process)
-    return MonitorProxy(url=f"https://{LOOPBACK}:{port}", http_url=f"http://{LOOPBACK}:{http_port}",
-                        process=process, ca_file=ca_file, log_path=log_path)
-
-
-def _wait_ready(proxy: MonitorProxy, timeout: float) -> Optional[str]:
-    """None once the monitor answers 200 through nginx over TLS; otherwise why not."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                         urllib.request.HTTPSHandler(context=proxy.ssl_context()))
-    deadline = time.monotonic() + timeout
-    status: object = "nothing"
-    while True:
-        returncode = proxy.process.poll()
-        if returncode is not None:
-            return f"exited with status {returncode}"
-        try:
-            with opener.open(proxy.url + READY_PATH, timeout=2.0) as response:
-                status = response.status
-        except urllib.error.HTTPError as exc:
-            status = exc.code
-        except (OSError, socket.timeout) as exc:
-            status = type(exc).__name__
-        if status == 200:
-            return None
-        if time.monotonic() >= deadline:
-            return f"not ready within {timeout:g} s ({READY_PATH} last answered {status})"
-        time.sleep(0.05)
+    context = ssl.create_default_context(cafile=str(ca_file))
+    daemon = supervisor.start(
+        "nginx", command, work_dir / "nginx.out",
+        lambda ports: supervisor.http_ok(f"https://{LOOPBACK}:{ports[0]}{READY_PATH}",
+                                         context=context),
+        ports=2, startup_timeout=startup_timeout, own_logs=[log_path], append=True,
+        process_group=True, stop_timeout=STOP_TIMEOUT, error=ProxyStartError)
+    port, http_port = daemon.ports
+    with supervisor.running(daemon):
+        yield MonitorProxy(url=f"https://{LOOPBACK}:{port}",
+                           http_url=f"http://{LOOPBACK}:{http_port}", process=daemon.process,
+                           ca_file=ca_file, log_path=log_path)

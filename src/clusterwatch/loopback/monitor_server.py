@@ -4,8 +4,9 @@
 settings the systemd unit runs (`clusterwatch.monitor.gunicorn_conf`; only the port, the
 number of workers and a shorter graceful stop differ) on a free loopback port, waits until
 `/accounts/login/` answers 200, and stops it
-(SIGTERM, the graceful shutdown; SIGKILL after a timeout) when the block ends. The server's
-environment is built from scratch for the CLUSTERWATCH_* part: the caller's own
+(SIGTERM, the graceful shutdown; SIGKILL to its process group, workers too, after a timeout)
+when the block ends: started and stopped by the harness's supervisor (loopback/supervisor.py).
+The server's environment is built from scratch for the CLUSTERWATCH_* part: the caller's own
 CLUSTERWATCH_* variables never leak in, so a test names its database explicitly.
 
 Clients: clusterwatch.loopback.monitor_client (`get`, an operator's `Session`).
@@ -30,28 +31,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from clusterwatch.loopback import supervisor
 from clusterwatch.loopback.monitor_client import LOGIN_PATH
-from clusterwatch.loopback.services import (
-    LOOPBACK,
-    free_port,
-    log_tail,
-    stop_process,
-    track,
-    wait_ready,
-)
+from clusterwatch.loopback.services import LOOPBACK, log_tail
 from clusterwatch.monitor.database_url import sqlite_url
 
 READY_PATH = LOGIN_PATH  # answers 200 once a worker serves Django
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0  # SIGTERM is graceful for gunicorn: its workers finish their requests (10 s)
 COMMAND_TIMEOUT = 300.0
-PORT_ATTEMPTS = 3
 LOG_TAIL_LINES = 40
 GUNICORN_CONFIG = "clusterwatch.monitor.gunicorn_conf"  # what clusterwatch-monitor.service runs
 
 
-class MonitorStartError(Exception):
-    """migrate failed, gunicorn exited or did not answer; the message ends with its output."""
+class MonitorStartError(supervisor.ServiceStartError):
+    """migrate failed, gunicorn exited or did not answer; the message ends with its output.
+
+    `MonitorStartError(message)` (no reason): a management command's failure, `manage`'s.
+    """
+
+    def __init__(self, name: str, reason: Optional[str] = None, log_tail: str = "", *,
+                 port_taken: bool = False, log_path: Optional[Path] = None) -> None:
+        if reason is None:
+            RuntimeError.__init__(self, name)
+            self.name, self.reason, self.log_tail = "clusterwatch monitor", name, ""
+            self.port_taken, self.log_path = False, None
+            return
+        super().__init__(name, reason, log_tail, port_taken=port_taken, log_path=log_path)
+
 
 
 @dataclass(frozen=True)
@@ -136,27 +143,22 @@ def monitor_server(
     if migrate:
         manage(environ, "migrate", "--noinput", "-v", "0")
     log_path = data_dir / "gunicorn.log"
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        chosen = port or free_port()
-        process = _start_gunicorn(environ, chosen, workers, log_path)
-        url = f"http://{LOOPBACK}:{chosen}"
-        reason = wait_ready(process, url + READY_PATH, startup_timeout)
-        if reason is None:
-            break
-        stop_process(process, STOP_TIMEOUT)
-        tail = log_tail(log_path)
-        if port is None and attempt < PORT_ATTEMPTS and "connection in use" in tail.lower():
-            continue  # someone took the port between our probe and gunicorn's bind
-        raise MonitorStartError(f"gunicorn {reason}\n--- end of its log ({log_path}) ---\n"
-                                f"{tail}")
-    try:
-        yield MonitorServer(url=url, process=process, environ=environ, log_path=log_path)
-    finally:
-        stop_process(process, STOP_TIMEOUT)
+
+    def attempt(ports: supervisor.Ports) -> supervisor.Daemon:
+        daemon = _start_gunicorn(environ, ports[0], workers, log_path)
+        ready = supervisor.http_ok(f"http://{LOOPBACK}:{ports[0]}{READY_PATH}")
+        supervisor.await_ready(daemon, ready, startup_timeout, error=MonitorStartError)
+        return daemon
+
+    # A port of the caller's is tried once; a free one again on another when it was taken.
+    daemon = supervisor.on_free_ports(1, attempt, fixed=(port,) if port else None)
+    with supervisor.running(daemon):
+        yield MonitorServer(url=f"http://{LOOPBACK}:{daemon.port}", process=daemon.process,
+                            environ=environ, log_path=log_path)
 
 
 def _start_gunicorn(environ: Mapping[str, str], port: int, workers: Optional[int],
-                    log_path: Path) -> subprocess.Popen[bytes]:
+                    log_path: Path) -> supervisor.Daemon:
     import gunicorn
 
     command = [sys.executable, "-m", "gunicorn", f"--config=python:{GUNICORN_CONFIG}",
@@ -167,11 +169,9 @@ def _start_gunicorn(environ: Mapping[str, str], port: int, workers: Optional[int
     if tuple(gunicorn.version_info) >= (25, 1):
         # Otherwise every instance shares ~/.gunicorn/gunicorn.ctl (tests run several).
         command.insert(3, "--no-control-socket")
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, env=dict(environ), stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=subprocess.STDOUT)
-    track(process)
-    return process
+    # Its own process group: SIGKILL after the graceful stop reaches its workers too.
+    return supervisor.spawn("gunicorn", command, log_path, ports=(port,), env=environ,
+                            append=True, process_group=True, stop_timeout=STOP_TIMEOUT)
 
 
 @contextlib.contextmanager

@@ -1,39 +1,50 @@
 """Real Prometheus, node_exporter and Alertmanager on 127.0.0.1, one context manager each.
 
-Each service gets a port picked at start (bind port 0, release, hand it to the service; when
-another process grabs the port in between, the start is retried with a new one), writes its
-output to a log file, and is stopped (SIGTERM, then SIGKILL) when the `with` block ends,
-also when the block raises. An `atexit` hook stops anything a caller forgot. The children stay
-in the caller's process group, so a runner that kills the group takes them along.
+Each service is started by the harness's one supervisor (loopback/supervisor.py): a free
+port picked at start (when another process grabs it before the service binds it, the start is
+retried with a new one), its output in a log file, ready once its readiness URL answers 200,
+stopped (SIGTERM, then SIGKILL) when the `with` block ends, also when the block raises. An
+`atexit` hook stops anything a caller forgot. The children stay in the caller's process
+group, so a runner that kills the group takes them along.
 
 Configuration files are written as JSON, which YAML parsers read as YAML: no YAML library.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-LOOPBACK = "127.0.0.1"
+from clusterwatch.loopback import supervisor
+from clusterwatch.loopback.supervisor import (  # re-exported: callers import them from here
+    LOG_TAIL_LINES,
+    LOOPBACK,
+    PORT_ATTEMPTS,
+    STOP_TIMEOUT,
+    ServiceStartError,
+    free_port,
+    http_get,
+    log_tail,
+    stop_process,
+    track,
+)
+
+__all__ = ["LOG_TAIL_LINES", "LOOPBACK", "PORT_ATTEMPTS", "STARTUP_TIMEOUT", "STOP_TIMEOUT",
+           "MissingComponent", "Service", "ServiceStartError", "alertmanager", "free_port",
+           "log_tail", "node_exporter", "prometheus", "require_binary", "stop_process",
+           "track", "vector_rows", "wait_for_query"]
+
 STARTUP_TIMEOUT = 30.0  # seconds for a service to answer its readiness URL
-STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
-PORT_ATTEMPTS = 3
-LOG_TAIL_LINES = 40
 
 # Debian package holding each binary, for the install hint.
 _DEBIAN_PACKAGES = {
@@ -48,9 +59,8 @@ _UPSTREAM_NAMES = {
     "prometheus-alertmanager": "alertmanager",
 }
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-
-# Readiness probes and queries must never go through an HTTP proxy from the environment.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The supervisor's record of running processes (the tests check that a stop forgets them).
+_live = supervisor._live
 
 
 class MissingComponent(Exception):
@@ -60,16 +70,6 @@ class MissingComponent(Exception):
         super().__init__(f"{name} not found on PATH; {hint}")
         self.name = name
         self.hint = hint
-
-
-class ServiceStartError(Exception):
-    """A service exited or did not become ready in time; the message ends with its log."""
-
-    def __init__(self, name: str, reason: str, log_tail: str) -> None:
-        super().__init__(f"{name} did not start: {reason}\n--- end of its log ---\n{log_tail}")
-        self.name = name
-        self.reason = reason
-        self.log_tail = log_tail
 
 
 @dataclass(frozen=True)
@@ -109,13 +109,6 @@ def require_binary(name: str) -> str:
     else:
         hint = f"install the package that provides {name!r} and put it on PATH"
     raise MissingComponent(name, hint)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -280,7 +273,7 @@ def wait_for_query(
     last: object = None
     while True:
         try:
-            _, body = _http_get(query_url, timeout=5.0)
+            _, body = http_get(query_url, timeout=5.0)
             last = json.loads(body)
         except (OSError, ValueError) as exc:  # URLError is an OSError; bad JSON a ValueError
             last = exc
@@ -304,10 +297,7 @@ def vector_rows(answer: Any) -> list[dict[str, Any]]:
     return list(data.get("result") or [])
 
 
-# --- process handling -------------------------------------------------------------------
-
-_live: set[subprocess.Popen[bytes]] = set()
-_live_lock = threading.Lock()
+# --- process handling: the supervisor's -------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -332,93 +322,12 @@ def _start(
     log_path: Path,
     startup_timeout: float,
 ) -> Service:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        url = f"http://{LOOPBACK}:{free_port()}"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command(int(url.rsplit(":", 1)[1])),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        track(process)
-        try:
-            reason = wait_ready(process, url + ready_path, startup_timeout)
-        except BaseException:
-            stop_process(process)
-            raise
-        if reason is None:
-            return Service(name=name, url=url, process=process, log_path=log_path)
-        stop_process(process)
-        tail = log_tail(log_path, LOG_TAIL_LINES)
-        if attempt < PORT_ATTEMPTS and "address already in use" in tail.lower():
-            continue  # someone took the port between our probe and the service's bind
-        raise ServiceStartError(name, reason, tail)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def track(process: subprocess.Popen[bytes]) -> None:
-    """Stop `process` at interpreter exit if nobody stopped it before (`stop_process`)."""
-    with _live_lock:
-        _live.add(process)
-
-
-def wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float) -> Optional[str]:
-    """None once `url` answers 200; otherwise why the server is not coming up."""
-    deadline = time.monotonic() + timeout
-    while True:
-        returncode = process.poll()
-        if returncode is not None:
-            return f"exited with status {returncode}"
-        try:
-            status, _ = _http_get(url, timeout=2.0)
-        except OSError:
-            status = 0
-        if status == 200:
-            return None
-        if time.monotonic() >= deadline:
-            return f"not ready within {timeout:g} s ({url} last answered {status or 'nothing'})"
-        time.sleep(0.05)
-
-
-def stop_process(process: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT) -> None:
-    """SIGTERM, then SIGKILL after `timeout` seconds; forgets the process either way."""
-    try:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    finally:
-        with _live_lock:
-            _live.discard(process)
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    with _live_lock:
-        leftovers = list(_live)
-    for process in leftovers:
-        stop_process(process)
-
-
-def _http_get(url: str, timeout: float) -> tuple[int, bytes]:
-    try:
-        with _OPENER.open(url, timeout=timeout) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), exc.read()
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return f"(log unreadable: {exc})"
-    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+    daemon = supervisor.start(
+        name, lambda ports: command(ports[0]), log_path,
+        lambda ports: supervisor.http_ok(f"http://{LOOPBACK}:{ports[0]}{ready_path}"),
+        startup_timeout=startup_timeout)
+    return Service(name=name, url=f"http://{LOOPBACK}:{daemon.port}", process=daemon.process,
+                   log_path=log_path)
 
 
 def _loopback_address(address: str) -> str:

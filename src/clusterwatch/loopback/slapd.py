@@ -7,7 +7,8 @@ in ou=services that the monitor may bind as, and two staff groups in ou=groups, 
 groupOfNames (`cn=staff`) and one posixGroup (`cn=operators`). Anonymous clients may only
 bind; an authenticated one reads everything but passwords, as on a typical site. slapd runs
 in the foreground (`-d`) on a free loopback port, optionally also with ldaps:// from a given
-certificate, and is stopped when the block ends (SIGCONT, SIGTERM, then SIGKILL).
+certificate, and is stopped when the block ends (SIGCONT, SIGTERM, then SIGKILL): started
+and stopped by the harness's supervisor (loopback/supervisor.py).
 
 `Slapd.paused()` stops the process (SIGSTOP) for a block: the kernel still accepts
 connections but nothing answers, which is what a hung directory server looks like.
@@ -27,20 +28,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.loopback.services import (
-    LOOPBACK,
-    MissingComponent,
-    free_port,
-    log_tail,
-    stop_process,
-    track,
-)
+from clusterwatch.loopback import supervisor
+from clusterwatch.loopback.services import LOOPBACK, MissingComponent, log_tail
 from clusterwatch.loopback.slapd_directory import (
     BASE,
     GROUPS,
@@ -57,7 +51,6 @@ __all__ = ["BASE", "GROUPS", "PEOPLE", "SERVICE_DN", "DirectoryUser", "Slapd", "
 
 STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
-PORT_ATTEMPTS = 3
 _SEARCH = (os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/usr/libexec/openldap")
 _APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
 INSTALL_HINT = "install it with: sudo apt-get install --no-install-recommends slapd ldap-utils"
@@ -161,30 +154,22 @@ def slapd_server(workdir: Path, *, users: Optional[Sequence[DirectoryUser]] = No
     if apparmor_confines(binary):
         binary = shutil.copy2(binary, str(workdir / "slapd"))
     log_path = workdir / "slapd.log"
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port, tls_port = free_port(), free_port() if tls else None
-        urls = [f"ldap://{LOOPBACK}:{port}/"]
-        if tls_port is not None:
-            urls.append(f"ldaps://{LOOPBACK}:{tls_port}/")
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen([binary, "-d", debug, "-h", " ".join(urls), "-f",
-                                        str(config)], stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT)
-        track(process)
-        reason = _wait_ready(process, port)
-        if reason is None:
-            break
-        _stop(process)
-        tail = log_tail(log_path)
-        if attempt < PORT_ATTEMPTS and "address already in use" in tail.lower():
-            continue  # another process took a port between the probe and slapd's bind
-        raise RuntimeError(f"slapd {reason}\n--- end of its log ({log_path}) ---\n{tail}")
-    try:
-        yield Slapd(uri=urls[0].rstrip("/"), ldaps_uri=urls[1].rstrip("/") if tls else None,
-                    process=process, users=people, service_password=service_password,
-                    log_path=log_path)
-    finally:
-        _stop(process)
+
+    def command(ports: supervisor.Ports) -> list[str]:
+        return [binary, "-d", debug, "-h", " ".join(_urls(ports)), "-f", str(config)]
+
+    daemon = supervisor.start("slapd", command, log_path, lambda ports: _AnswersBind(ports[0]),
+                              ports=2 if tls else 1, startup_timeout=STARTUP_TIMEOUT,
+                              stop_timeout=STOP_TIMEOUT)
+    urls = [url.rstrip("/") for url in _urls(daemon.ports)]
+    with supervisor.running(daemon):
+        yield Slapd(uri=urls[0], ldaps_uri=urls[1] if tls else None, process=daemon.process,
+                    users=people, service_password=service_password, log_path=log_path)
+
+
+def _urls(ports: supervisor.Ports) -> list[str]:
+    """ldap:// on the first port, ldaps:// on the second when there is one."""
+    return [f"{scheme}://{LOOPBACK}:{port}/" for scheme, port in zip(("ldap", "ldaps"), ports)]
 
 
 def _hash(password: str, workdir: Path) -> str:
@@ -208,27 +193,16 @@ def _run(command: list[str]) -> str:
     return done.stdout
 
 
-def _wait_ready(process: subprocess.Popen[bytes], port: int) -> Optional[str]:
-    """None once slapd answers an anonymous bind on `port`; else why it is not coming up."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        if process.poll() is not None:
-            return f"exited with status {process.returncode}"
-        try:
-            with socket.create_connection((LOOPBACK, port), timeout=2.0) as connection:
-                connection.sendall(_ANONYMOUS_BIND)
-                answer = connection.recv(64)
-            # A BindResponse (tag 0x61) whose resultCode (ENUMERATED 0x0a 0x01) is success.
-            if b"\x61" in answer and b"\x0a\x01\x00" in answer:
-                return None
-        except OSError:
-            pass
-        if time.monotonic() >= deadline:
-            return f"did not answer a bind on port {port} within {STARTUP_TIMEOUT:g} s"
-        time.sleep(0.05)
+class _AnswersBind(supervisor.Probe):
+    """slapd answers an anonymous bind on `port` with success."""
 
+    def __init__(self, port: int) -> None:
+        super().__init__(failure=f"no answer to an anonymous bind on port {port}")
+        self.port = port
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGCONT)  # a paused slapd would never see the SIGTERM
-    stop_process(process, STOP_TIMEOUT)
+    def check(self) -> bool:
+        with socket.create_connection((LOOPBACK, self.port), timeout=2.0) as connection:
+            connection.sendall(_ANONYMOUS_BIND)
+            answer = connection.recv(64)
+        # A BindResponse (tag 0x61) whose resultCode (ENUMERATED 0x0a 0x01) is success.
+        return b"\x61" in answer and b"\x0a\x01\x00" in answer

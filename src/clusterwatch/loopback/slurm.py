@@ -11,8 +11,11 @@ Job cgroups are real: with cgroup v1, Slurm creates
 `<cgroup root>/<controller>/slurm_<node>/uid_<uid>/job_<id>/step_<s>/task_<t>` for cpuacct,
 cpuset, memory and freezer. Needs root and cgroup v1 (`check_prerequisites` says why not).
 
-Several clusters may run on one machine at once (two test runs): each gets its own ports,
-node name (so its own `slurm_<node>` directories) and range of job IDs.
+Several clusters may run on one machine at once (two test runs, pytest-xdist workers, two
+fixtures of one process): each gets its own ports, node name (so its own `slurm_<node>`
+directories), range of job IDs, munge key and socket, and state, spool and log directories.
+The daemons are started and stopped by the harness's supervisor (loopback/supervisor.py):
+slurmctld and slurmd again on new ports when one of theirs was taken.
 
 `accounting=True` adds a private MariaDB and slurmdbd (loopback/slurmdbd.py: `sacct` then
 knows the jobs; `cluster.accounting` registers users and waits for job records). Without it
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import pwd
 import shutil
@@ -35,13 +39,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Optional, Union
 
-from clusterwatch.loopback.services import (
-    LOG_TAIL_LINES,
-    STOP_TIMEOUT,
-    MissingComponent,
-    ServiceStartError,
-    free_port,
-)
+from clusterwatch.loopback import supervisor
+from clusterwatch.loopback.services import LOG_TAIL_LINES, STOP_TIMEOUT, MissingComponent
 from clusterwatch.loopback.slurm_config import (  # re-exported: the tests configure from here
     V1_CONTROLLERS,
     ClusterSettings,
@@ -54,7 +53,6 @@ from clusterwatch.loopback.slurmdbd import SlurmAccounting, check_accounting_bin
 DEFAULT_JOB_USER = "cwjobtest"
 DEFAULT_CGROUP_ROOT = Path("/sys/fs/cgroup")
 STARTUP_TIMEOUT = 60.0  # seconds until the node is idle
-PORT_ATTEMPTS = 3
 # Controllers Slurm's cgroup/v1 plugin uses with the plugins configured below.
 TERMINAL_STATES = frozenset({
     "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
@@ -143,8 +141,11 @@ class SlurmCluster:
     ) -> None:
         self.job_user = job_user
         self.cluster_name = cluster_name
-        # Unique per process: the cgroup directories are slurm_<node>, shared by all clusters.
-        self.node_name = node_name or f"cwn{os.getpid()}"
+        # Unique on the machine: the cgroup directories are slurm_<node>, shared by all
+        # clusters; a second cluster of the same process gets a name of its own too.
+        self._number = next(_numbers)
+        suffix = f"s{self._number}" if self._number else ""
+        self.node_name = node_name or f"cwn{os.getpid()}{suffix}"
         self.partition = partition
         self.cgroup_root = Path(cgroup_root)
         self.jobs_per_core = jobs_per_core
@@ -155,7 +156,8 @@ class SlurmCluster:
         self.conf_path = Path()
         self.jobs_dir = Path()
         self.env: dict[str, str] = {}
-        self._daemons: dict[str, subprocess.Popen[bytes]] = {}
+        self._daemons: dict[str, supervisor.Daemon] = {}
+        self._ports: supervisor.Ports = ()  # slurmctld's and slurmd's
         self._scripts = 0
         self._started = False
         self._with_accounting = accounting
@@ -191,22 +193,14 @@ class SlurmCluster:
         try:
             self._prepare(user)
             self._start_munged()
+            self._ports = supervisor.free_ports(2)
             if self._with_accounting:
                 self._accounting = SlurmAccounting(
                     self.workdir, self.env, self.cluster_name, find=find_binary,
                     ensure_user=ensure_user, startup_timeout=self.startup_timeout)
                 # sacctmgr finds slurmdbd through slurm.conf: written for each port tried.
                 self._accounting.start(user, self._write_config)
-            for attempt in range(1, PORT_ATTEMPTS + 1):
-                self._write_config()
-                try:
-                    self._start_slurm()
-                    break
-                except ServiceStartError as error:
-                    self._stop_daemons(("slurmd", "slurmctld"))
-                    if attempt == PORT_ATTEMPTS or "address already in use" not in str(
-                        error).lower():
-                        raise
+            supervisor.on_free_ports(2, self._start_slurm)
         except BaseException:
             self.stop()
             raise
@@ -389,16 +383,16 @@ class SlurmCluster:
             f"--seed-file={munge / 'munged.seed'}", f"--log-file={munge / 'munged.log'}",
             "--num-threads=4",
         ])
-        self._wait("munged", socket_path.exists, 15.0, "no socket")
+        self._wait("munged", supervisor.unix_socket(socket_path), 15.0)
 
     def _write_config(self) -> None:
         settings = ClusterSettings(
             workdir=self.workdir, cluster_name=self.cluster_name, node_name=self.node_name,
             partition=self.partition, cgroup_root=self.cgroup_root,
-            ctld_port=free_port(), slurmd_port=free_port(), hardware=_hardware(),
+            ctld_port=self._ports[0], slurmd_port=self._ports[1], hardware=_hardware(),
             # Job IDs no other cluster on this machine uses: a test that reads every job
             # cgroup of the machine cannot mistake another run's job for its own.
-            first_job_id=100_000 + (os.getpid() % 500_000) * 100,
+            first_job_id=first_job_id(os.getpid(), self._number),
             jobs_per_core=self.jobs_per_core,
             accounting_port=self._accounting.port if self._accounting else None)
         files = {"slurm.conf": slurm_conf(settings), "cgroup.conf": cgroup_conf(settings),
@@ -407,45 +401,52 @@ class SlurmCluster:
             (self.workdir / name).write_text(text, encoding="utf-8")
             (self.workdir / name).chmod(0o644)  # the job user's srun reads them too
 
-    def _start_slurm(self) -> None:
-        # -i: start without state files (this is a fresh cluster every time).
-        self._spawn("slurmctld", [find_binary("slurmctld"), "-D", "-i"])
-        self._wait("slurmctld", self._controller_up, self.startup_timeout, "no answer to ping")
-        # -N: our node name, not the machine's hostname.
-        self._spawn("slurmd", [find_binary("slurmd"), "-D", "-N", self.node_name])
-        self._wait("slurmd", self._node_idle, self.startup_timeout, "node not idle")
+    def _start_slurm(self, ports: supervisor.Ports) -> None:
+        """slurmctld and slurmd on `ports`; both stopped again when either fails."""
+        self._ports = ports
+        self._write_config()
+        try:
+            # -i: start without state files (this is a fresh cluster every time).
+            self._spawn("slurmctld", [find_binary("slurmctld"), "-D", "-i"], ports[:1])
+            self._wait("slurmctld", supervisor.Probe(self._controller_up, "no answer to ping"),
+                       self.startup_timeout)
+            # -N: our node name, not the machine's hostname.
+            self._spawn("slurmd", [find_binary("slurmd"), "-D", "-N", self.node_name],
+                        ports[1:])
+            self._wait("slurmd", supervisor.Probe(self._node_idle, "node not idle"),
+                       self.startup_timeout)
+        except BaseException:
+            self._stop_daemons(("slurmd", "slurmctld"))
+            raise
 
     def _controller_up(self) -> bool:
-        result = self.command("scontrol", "ping", check=False, timeout=10)
+        try:
+            result = self.command("scontrol", "ping", check=False, timeout=10)
+        except subprocess.TimeoutExpired:  # a loaded machine: ask again
+            return False
         return result.returncode == 0 and " is UP" in result.stdout
 
     def _node_idle(self) -> bool:
-        result = self.command(
-            "sinfo", "-h", "-N", "-n", self.node_name, "-o", "%T", check=False, timeout=10)
+        try:
+            result = self.command(
+                "sinfo", "-h", "-N", "-n", self.node_name, "-o", "%T", check=False, timeout=10)
+        except subprocess.TimeoutExpired:
+            return False
         return result.returncode == 0 and result.stdout.strip() == "idle"
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
-        with open(self.workdir / "log" / f"{name}.out", "wb") as log:
-            self._daemons[name] = subprocess.Popen(
-                argv, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.workdir)
+    def _spawn(self, name: str, argv: list[str], ports: supervisor.Ports = ()) -> None:
+        self._daemons[name] = supervisor.spawn(
+            name, argv, self.workdir / "log" / f"{name}.out", ports=ports, env=self.env,
+            cwd=self.workdir, stop_timeout=STOP_TIMEOUT)
 
-    def _wait(self, name: str, ready: Callable[[], bool], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            code = self._daemons[name].poll()
-            if code is not None:
-                raise ServiceStartError(name, f"exited with status {code}", self.log_tails())
-            if ready():
-                return
-            if time.monotonic() >= deadline:
-                raise ServiceStartError(
-                    name, f"{what} within {timeout:g} s", self.log_tails())
-            time.sleep(0.2)
+    def _wait(self, name: str, ready: supervisor.Probe, timeout: float) -> None:
+        """`ready` holds within `timeout` s, or ServiceStartError with every daemon's log."""
+        supervisor.await_ready(self._daemons[name], ready, timeout, interval=0.2,
+                               log_tail=self.log_tails)
 
     def _alive(self, name: str) -> bool:
-        process = self._daemons.get(name)
-        return process is not None and process.poll() is None
+        daemon = self._daemons.get(name)
+        return daemon is not None and daemon.poll() is None
 
     # --- jobs ------------------------------------------------------------------------
 
@@ -477,16 +478,9 @@ class SlurmCluster:
 
     def _stop_daemons(self, names: tuple[str, ...]) -> None:
         for name in names:
-            process = self._daemons.pop(name, None)
-            if process is None:
-                continue
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            daemon = self._daemons.pop(name, None)
+            if daemon is not None:
+                daemon.stop()
 
     def _cgroup_tops(self) -> list[Path]:
         return [top for controller in _v1_mounts(self.cgroup_root)
@@ -526,6 +520,14 @@ class SlurmCluster:
 
 _live: set[SlurmCluster] = set()
 _live_lock = threading.Lock()
+_numbers = itertools.count()  # clusters made by this process
+
+
+def first_job_id(pid: int, number: int) -> int:
+    """The first job ID of cluster `number` of process `pid`: 100 IDs of its own (4 clusters
+    per process before they wrap), below Slurm's default MaxJobId (67,043,328)."""
+    slot = (pid % 165_000) * 4 + number % 4
+    return 100_000 + slot * 100
 
 
 @atexit.register

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from clusterwatch.loopback import supervisor
 from clusterwatch.loopback.mariadb import (
     MariaDB,
     MariaDBMissing,
@@ -46,14 +47,7 @@ from clusterwatch.loopback.mariadb import (
     mariadb_server,
     sql_string,
 )
-from clusterwatch.loopback.services import (
-    LOG_TAIL_LINES,
-    MissingComponent,
-    ServiceStartError,
-    free_port,
-    log_tail,
-    stop_process,
-)
+from clusterwatch.loopback.services import LOG_TAIL_LINES, MissingComponent, log_tail
 
 ACCOUNT = "cwlab"
 DATABASE = "slurm_acct_db"
@@ -62,7 +56,6 @@ DATABASE = "slurm_acct_db"
 DBD_USER = "root"
 STORAGE_USER = "slurm"  # MariaDB's user for slurmdbd
 STARTUP_TIMEOUT = 60.0
-PORT_ATTEMPTS = 3
 SACCT_FIELDS = "JobID,State,Start,End,Eligible"
 _NO_TIME = ("", "Unknown", "None")
 
@@ -76,14 +69,14 @@ class SlurmAccounting:
         self.workdir = workdir
         self.env = env
         self.cluster_name = cluster_name
-        self.port = free_port()
+        self.port = supervisor.free_port()  # slurmdbd's, chosen again by each start attempt
         self.startup_timeout = startup_timeout
         self.sacct_program = str(workdir / "bin" / "sacct")
         # slurm.py's binary search and user creation, passed in: it imports this module.
         self._find = find
         self._ensure_user = ensure_user
         self._stack = contextlib.ExitStack()
-        self._dbd: Optional[subprocess.Popen[bytes]] = None
+        self._dbd: Optional[supervisor.Daemon] = None
         self._database: Optional[MariaDB] = None
         self._dir = workdir / "slurmdbd"
 
@@ -108,18 +101,14 @@ class SlurmAccounting:
             + "".join(f"CREATE USER '{STORAGE_USER}'@'{host}' IDENTIFIED BY "
                       f"{sql_string(password)}; GRANT ALL ON {DATABASE}.* TO "
                       f"'{STORAGE_USER}'@'{host}';" for host in ("localhost", "127.0.0.1")))
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+
+        def attempt(ports: supervisor.Ports) -> None:
+            self.port = ports[0]
             self._write_conf(dbd, password)
             write_slurm_conf()
-            try:
-                self._start_dbd()
-                break
-            except ServiceStartError as error:
-                self._stop_dbd()
-                if attempt == PORT_ATTEMPTS or "address already in use" not in str(
-                        error).lower():
-                    raise
-                self.port = free_port()
+            self._start_dbd()
+
+        supervisor.on_free_ports(1, attempt)
         self.sacctmgr("add", "cluster", self.cluster_name)
         self.add_user(user.pw_name, ACCOUNT)
 
@@ -206,31 +195,36 @@ class SlurmAccounting:
         wrapper.chmod(0o755)
 
     def _start_dbd(self) -> None:
-        with open(self._dir.parent / "log" / "slurmdbd.out", "wb") as log:
-            self._dbd = subprocess.Popen(
-                [self._find("slurmdbd"), "-D"], env=self.env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            code = self._dbd.poll()
-            if code is not None:
-                raise ServiceStartError("slurmdbd", f"exited with status {code}",
-                                        self.log_tail())
-            done = subprocess.run([self._find("sacctmgr"), "-n", "list", "cluster"],
-                                  env=self.env, capture_output=True, text=True, timeout=30,
-                                  check=False)
-            if done.returncode == 0:
-                return
-            if time.monotonic() >= deadline:
-                raise ServiceStartError(
-                    "slurmdbd", f"no answer to sacctmgr within {self.startup_timeout:g} s "
-                    f"(it said: {done.stderr.strip()[-300:]})", self.log_tail())
-            time.sleep(0.2)
+        self._dbd = supervisor.spawn(
+            "slurmdbd", [self._find("slurmdbd"), "-D"], self._dir.parent / "log" / "slurmdbd.out",
+            ports=(self.port,), own_logs=[self._dir / "slurmdbd.log"], env=self.env,
+            cwd=self.workdir)
+        supervisor.await_ready(self._dbd, _SacctmgrAnswers(self._find("sacctmgr"), self.env),
+                               self.startup_timeout, interval=0.2, log_tail=self.log_tail)
 
     def _stop_dbd(self) -> None:
         if self._dbd is not None:
-            stop_process(self._dbd)
+            self._dbd.stop()
             self._dbd = None
+
+
+class _SacctmgrAnswers(supervisor.Probe):
+    """`sacctmgr list cluster` gets an answer from slurmdbd."""
+
+    def __init__(self, sacctmgr: str, env: dict[str, str]) -> None:
+        super().__init__(failure="no answer to sacctmgr")
+        self.sacctmgr = sacctmgr
+        self.env = env
+
+    def check(self) -> bool:
+        try:
+            done = subprocess.run([self.sacctmgr, "-n", "list", "cluster"], env=self.env,
+                                  capture_output=True, text=True, timeout=30, check=False)
+        except subprocess.TimeoutExpired:
+            self.last = "it said nothing within 30 s"
+            return False
+        self.last = f"it said: {done.stderr.strip()[-300:]}"
+        return done.returncode == 0
 
 
 def slurmdbd_conf(*, munge_socket: Path, port: int, run_dir: Path, user: str,

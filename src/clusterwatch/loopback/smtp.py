@@ -1,7 +1,8 @@
 """A real SMTP server on 127.0.0.1 for tests and demos: aiosmtpd, keeping what it accepts.
 
 `with SmtpServer() as smtp:` starts aiosmtpd's Controller (a thread of this process) on a
-free loopback port; `smtp.messages` are the accepted messages, parsed. It can require a
+free loopback port (the harness's supervisor's, again on another when it was taken);
+`smtp.messages` are the accepted messages, parsed. It can require a
 login (`login=(user, password)`, AUTH PLAIN/LOGIN without TLS, on loopback only), answer
 DATA with an error for a while (`refuse(...)`), hold its answer to DATA until the test
 releases it (`hold()`, `wait_held()`, `release()`: a send caught in flight), or go down and
@@ -15,15 +16,15 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import errno
 import threading
 import time
 from email.message import EmailMessage
 from types import TracebackType
 from typing import Any, Optional
 
-from clusterwatch.loopback.services import LOOPBACK, MissingComponent, free_port
-
-PORT_ATTEMPTS = 3
+from clusterwatch.loopback import supervisor
+from clusterwatch.loopback.services import LOOPBACK, MissingComponent
 
 
 class SmtpServer:
@@ -41,14 +42,21 @@ class SmtpServer:
         self._controller: Any = None
 
     def __enter__(self) -> SmtpServer:
-        for _attempt in range(PORT_ATTEMPTS):
-            self.port = free_port()
-            try:
-                self.up()
-                return self
-            except OSError:  # another process took the port between the probe and the bind
-                continue
-        raise OSError(f"aiosmtpd could not bind a loopback port in {PORT_ATTEMPTS} attempts")
+        supervisor.on_free_ports(1, self._up_on)
+        return self
+
+    def _up_on(self, ports: supervisor.Ports) -> None:
+        self.port = ports[0]
+        try:
+            self.up()
+        except OSError as exc:  # another process took the port between the probe and the bind
+            failed, self._controller = self._controller, None
+            if failed is not None:
+                failed.loop.close()  # its thread ended with the failed bind
+            raise supervisor.ServiceStartError(
+                "aiosmtpd", f"could not listen on {LOOPBACK}:{self.port}: {exc}",
+                port_taken=exc.errno == errno.EADDRINUSE) from exc
+        supervisor.count_start("aiosmtpd", ports)
 
     def __exit__(self, kind: Optional[type[BaseException]], value: Optional[BaseException],
                  traceback: Optional[TracebackType]) -> None:

@@ -1,9 +1,13 @@
 """A private PostgreSQL server on 127.0.0.1 for tests, the PostgreSQL test pass and benchmarks.
 
-`initdb` makes a fresh cluster in a temporary directory and `pg_ctl` serves it on a free
-loopback port; the block's end stops it (fast shutdown) and removes the directory. PostgreSQL
+`initdb` makes a fresh cluster in a temporary directory and the harness's supervisor
+(loopback/supervisor.py) serves it on a free loopback port: `postgres` in the foreground as
+our child, leading its own process group as `pg_ctl start` would start it (a Ctrl-C meant for
+the command run against it does not reach it), ready when postmaster.pid says "ready" and the
+port accepts connections, as `pg_ctl -w` waits. The block's end stops it (SIGINT, PostgreSQL's
+fast shutdown; SIGKILL to the group after a timeout) and removes the directory. PostgreSQL
 refuses to run as root, so under root the server runs as the `postgres` system user (Debian's
-package creates it) through `runuser`, in a directory that user owns.
+package creates it; initdb through `runuser`), in a directory that user owns.
 
 The cluster's bootstrap superuser is `clusterwatch`, with a random password kept in a mode-600
 file: clients connect over TCP with scram-sha-256, exactly as the monitor does in production
@@ -34,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.loopback.services import LOOPBACK, free_port
+from clusterwatch.loopback import supervisor
+from clusterwatch.loopback.services import LOOPBACK
 
 PG_ROOT = Path("/usr/lib/postgresql")  # Debian: /usr/lib/postgresql/<major>/bin
 SUPERUSER = "clusterwatch"
@@ -42,7 +47,6 @@ DATABASE = "clusterwatch"
 SYSTEM_USER = "postgres"  # who runs the server when we are root
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
-PORT_ATTEMPTS = 3
 LOG_TAIL_LINES = 30
 INSTALL_HINT = ("install it with: sudo apt-get install --no-install-recommends postgresql "
                 "(scripts/setup installs it)")
@@ -61,7 +65,7 @@ class PostgresMissing(Exception):
     """No PostgreSQL server binaries (or, under root, no user to run them as)."""
 
 
-class PostgresStartError(Exception):
+class PostgresStartError(supervisor.ServiceStartError):
     """initdb or the server failed; the message ends with the tail of the server's log."""
 
 
@@ -167,19 +171,20 @@ def postgres_server(keep: bool = False) -> Iterator[Postgres]:
     bindir = find_bindir()
     user = _server_user()
     base = _base_dir(user)
-    _leftovers.add(base)
-    server: Optional[Postgres] = None
+    _leftovers[base] = None
+    daemon: Optional[supervisor.Daemon] = None
     try:
         server = _init(base, bindir, user)
-        server = _start(server)
+        server, daemon = _start(server, user)
+        _leftovers[base] = daemon
         server.psql(f"CREATE DATABASE {DATABASE};")
         yield server
     finally:
-        if server is not None:
-            _stop(server)
+        if daemon is not None:
+            daemon.stop()
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
-        _leftovers.discard(base)
+        _leftovers.pop(base, None)
 
 
 def _as_server_user(run_as: Optional[str], command: list[str]) -> list[str]:
@@ -214,68 +219,61 @@ def _init(base: Path, bindir: Path, user: Optional[pwd.struct_passwd]) -> Postgr
         capture_output=True, text=True, timeout=120, check=False, cwd=base)
     initdb_password.unlink()
     if done.returncode != 0:
-        raise PostgresStartError(f"initdb failed (status {done.returncode}):\n"
-                                 f"{_last_lines(done.stdout + done.stderr)}")
+        raise PostgresStartError("postgres", f"initdb failed with status {done.returncode}",
+                                 _last_lines(done.stdout + done.stderr))
     with open(server.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
         conf.write(_SETTINGS.format(socket_dir=socket_dir))
     return server
 
 
-def _start(server: Postgres) -> Postgres:
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        server = Postgres(base=server.base, bindir=server.bindir, port=free_port(),
-                          password_file=server.password_file, run_as=server.run_as)
-        done = subprocess.run(
-            _as_server_user(server.run_as, [
-                str(server.bindir / "pg_ctl"), "-D", str(server.data_dir),
-                "-l", str(server.log_path), "-o", f"-p {server.port}",
-                "-w", "-t", str(START_TIMEOUT_S), "start"]),
-            capture_output=True, text=True, timeout=START_TIMEOUT_S + 30, check=False,
-            cwd=server.base)
-        if done.returncode == 0:
-            return server
-        tail = server.log_tail()
-        _stop(server)  # pg_ctl may give up on a server that is still starting
-        if attempt < PORT_ATTEMPTS and "address already in use" in tail.lower():
-            continue  # another process took the port between our probe and the bind
-        raise PostgresStartError(
-            f"pg_ctl start failed (status {done.returncode}): {done.stderr.strip()}\n"
-            f"--- end of the server log ({server.log_path}) ---\n{tail}")
-    raise AssertionError("unreachable")  # pragma: no cover
+def _start(server: Postgres, user: Optional[pwd.struct_passwd],
+           ) -> tuple[Postgres, supervisor.Daemon]:
+    daemon = supervisor.start(
+        "postgres",
+        lambda ports: [str(server.bindir / "postgres"), "-D", str(server.data_dir),
+                       "-p", str(ports[0])],
+        server.log_path, lambda ports: _Ready(server.data_dir, ports[0]),
+        startup_timeout=START_TIMEOUT_S, append=True, cwd=server.base, process_group=True,
+        stop_signal=signal.SIGINT, stop_timeout=STOP_TIMEOUT_S,
+        user=user.pw_uid if user is not None else None,
+        group=user.pw_gid if user is not None else None, error=PostgresStartError)
+    return Postgres(base=server.base, bindir=server.bindir, port=daemon.port,
+                    password_file=server.password_file, run_as=server.run_as), daemon
 
 
-def _stop(server: Postgres) -> None:
-    """Fast shutdown through pg_ctl; SIGKILL the postmaster if that does not work."""
-    pid_file = server.data_dir / "postmaster.pid"
-    if not pid_file.exists():
-        return
-    done = subprocess.run(
-        _as_server_user(server.run_as, [
-            str(server.bindir / "pg_ctl"), "-D", str(server.data_dir), "-m", "fast",
-            "-w", "-t", str(STOP_TIMEOUT_S), "stop"]),
-        capture_output=True, text=True, timeout=STOP_TIMEOUT_S + 30, check=False,
-        cwd=server.base)
-    if done.returncode == 0 or not pid_file.exists():
-        return
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        pid = int(pid_file.read_text().splitlines()[0])
-        os.kill(pid, signal.SIGKILL)
+class _Ready(supervisor.Probe):
+    """What `pg_ctl -w` waits for: postmaster.pid names the server and says "ready"; and
+    its port accepts connections."""
+
+    def __init__(self, data_dir: Path, port: int) -> None:
+        super().__init__(failure="not ready (postmaster.pid)")
+        self.pid_file = data_dir / "postmaster.pid"
+        self.port = port
+
+    def check(self) -> bool:
+        try:
+            lines = self.pid_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            return False
+        # Line 4 is the port, line 8 the postmaster's status (PostgreSQL 10 and later).
+        if len(lines) < 8 or lines[3].strip() != str(self.port) or lines[7].strip() != "ready":
+            self.last = f"status {lines[7].strip()!r}" if len(lines) >= 8 else "starting"
+            return False
+        return supervisor.tcp_accepts(self.port).check()
 
 
 def _last_lines(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-_leftovers: set[Path] = set()
+# Servers whose block has not ended: the daemon once it started.
+_leftovers: dict[Path, Optional[supervisor.Daemon]] = {}
 
 
 @atexit.register
 def _remove_leftovers() -> None:
     # A server whose block never ended (the interpreter is exiting): stop it, remove it.
-    for base in list(_leftovers):
-        with contextlib.suppress(Exception):
-            user = _server_user()
-            subprocess.run(_as_server_user(user.pw_name if user else None, [
-                str(find_bindir() / "pg_ctl"), "-D", str(base / "data"), "-m", "immediate",
-                "stop"]), capture_output=True, timeout=30, check=False, cwd=base)
+    for base, daemon in list(_leftovers.items()):
+        if daemon is not None:
+            daemon.stop(timeout=5.0)
         shutil.rmtree(base, ignore_errors=True)
