@@ -60,7 +60,6 @@ class MonitorStartError(supervisor.ServiceStartError):
         super().__init__(name, reason, log_tail, port_taken=port_taken, log_path=log_path)
 
 
-
 @dataclass(frozen=True)
 class MonitorServer:
     """A running monitor: `url` is its base URL, e.g. http://127.0.0.1:40123."""
