@@ -39,8 +39,9 @@ from tests.monitor.panda.remote_rows import (
     NOW,
     PERLMUTTER_CONFIG,
     PUSH,
+    assert_valid,
+    perlmutter_rows,
 )
-from tests.monitor.panda.test_remote_record import assert_valid, perlmutter_rows
 from tests.monitor.usage.chromium_pipe import Chromium
 
 pytestmark = pytest.mark.integration

@@ -17,16 +17,16 @@ from django.test import Client
 from clusterwatch.loopback import harvester_scenario as scenario
 from clusterwatch.loopback.mariadb import MariaDB
 from clusterwatch.reporter.record import load_schema
-from tests.monitor.pages.test_views import operator, text_of  # noqa: F401 - fixture
 from tests.monitor.records import store
 from tests.support.harvester_db import PASSWORD
+from tests.support.page_text import text_of
 from tests.support.reporter_zipapp import SYSTEM_PYTHON
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 
 def test_it_carries_regulation_from_the_harvester_database_to_the_queue_page(
-        tmp_path: Path, operator: Client, zipapp: Path,  # noqa: F811
+        tmp_path: Path, operator: Client, zipapp: Path,
         mariadb_scratch: MariaDB) -> None:
     host = next(h for h in scenario.harvesters(tmp_path) if h.schema and not h.broken)
     queue = host.queues[0]

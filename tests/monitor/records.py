@@ -82,6 +82,13 @@ def recent(record: dict[str, Any], collected_at: dt.datetime,
     return moved
 
 
+def fresh(record: dict[str, Any], minutes_ago: float = 1) -> dict[str, Any]:
+    """The record as if collected `minutes_ago` before now (`recent` at Django's clock)."""
+    from django.utils import timezone
+
+    return recent(record, timezone.now() - dt.timedelta(minutes=minutes_ago))
+
+
 def as_key(record: dict[str, Any], key: str) -> dict[str, Any]:
     changed = copy.deepcopy(record)
     changed["host"] = key

@@ -1,9 +1,12 @@
 """The monitor as users meet it: gunicorn on loopback (the harness), a host token made by the
 management command, records posted over real HTTP, Content-Length or chunked.
 
-Each test module starts one server (`served`, module scope) and gives every test a key of
-its own, so the tests stay independent without a gunicorn start each. During the
-PostgreSQL pass `private_database` puts the server on a fresh database of that server.
+The modules that need only a monitor taking records share one server for the session
+(`served_monitor` in tests/monitor/ingest/conftest.py, started by `shared_monitor`), and
+every test uses a key of its own, so the tests stay independent without a gunicorn start
+each; a module that needs other settings starts its own (`served`). During the PostgreSQL
+pass `private_database` puts a server on a fresh database of that server, a copy of the
+migrated template when one is given.
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, 
 from tests.monitor.records import example
 
 HTTP_TIMEOUT_S = 30.0
+# The shared monitor's settings: those its modules prove are each taken, none that would
+# change what another of them sees (their records are about 9 KB, dated within minutes).
+SHARED_WORKERS = 4  # as the shipped unit runs; test_concurrent races more senders than this
+SHARED_RECORD_LIMIT = 60_000  # CLUSTERWATCH_MAX_RECORD_BYTES (test_chunked)
+SHARED_CLOCK_SKEW_S = 120  # CLUSTERWATCH_MAX_CLOCK_SKEW_S (test_horizon; the default is 600)
 
 
 @dataclass(frozen=True)
@@ -36,10 +44,23 @@ class Answer:
 
 @contextlib.contextmanager
 def served(data_dir: Path, workers: Optional[int] = 2,
-           extra_environ: Optional[Mapping[str, str]] = None) -> Iterator[MonitorServer]:
-    with private_database(data_dir) as database, \
+           extra_environ: Optional[Mapping[str, str]] = None,
+           template: Optional[Mapping[str, str]] = None) -> Iterator[MonitorServer]:
+    """The monitor under gunicorn on a private database; `template` (the `migrated_database`
+    fixture) makes that a copy of a migrated one, which skips the server's `migrate`."""
+    with private_database(data_dir, template=template) as database, \
             monitor_server(data_dir, database=database, workers=workers,
-                           extra_environ=extra_environ) as server:
+                           extra_environ=extra_environ, migrate=template is None) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def shared_monitor(data_dir: Path, template: Mapping[str, str]) -> Iterator[MonitorServer]:
+    """The session's monitor for the modules that need one taking records (the SHARED_*
+    settings above)."""
+    with served(data_dir, workers=SHARED_WORKERS, template=template, extra_environ={
+            "CLUSTERWATCH_MAX_RECORD_BYTES": str(SHARED_RECORD_LIMIT),
+            "CLUSTERWATCH_MAX_CLOCK_SKEW_S": str(SHARED_CLOCK_SKEW_S)}) as server:
         yield server
 
 

@@ -1,13 +1,13 @@
 """Logging in through the real login form against a real OpenLDAP server (slapd on loopback):
 who gets in, under which name, who becomes staff, and that local accounts keep working.
 
-The server's outages, TLS and the gunicorn-served monitor: test_ldap_outages.py.
+The server's outages, TLS and the gunicorn-served monitor: test_ldap_outages.py. Both use
+the one slapd of tests/monitor/conftest.py (`directory`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,17 +21,10 @@ from tests.monitor.ldap_support import (
     login,
     password_file,
     refused,
-    running_directory,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 User = get_user_model()
-
-
-@pytest.fixture(scope="module")
-def directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
-    with running_directory(tmp_path_factory.mktemp("slapd")) as server:
-        yield server
 
 
 def test_it_logs_in_with_the_directory_password_and_fills_the_user_in(

@@ -12,7 +12,6 @@ import re
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from django.test import Client
 from clusterwatch.loopback.monitor_client import Session
 from clusterwatch.loopback.monitor_server import monitor_server
 from clusterwatch.loopback.services import free_port
-from clusterwatch.loopback.slapd import Slapd, TlsFiles
+from clusterwatch.loopback.slapd import Slapd
 from tests.components import need_binary
 from tests.monitor.ldap_support import (
     LOGIN,
@@ -31,27 +30,13 @@ from tests.monitor.ldap_support import (
     login,
     password_file,
     refused,
-    running_directory,
 )
-from tests.support.tls import CA, make_ca, make_server_cert
+from tests.support.monitor_console import copy_migrated
+from tests.support.tls import CA, make_ca
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 DIRECTORY_DOWN = b"the directory server (LDAP) did not answer or refused the request"
 PROMPT = 5.0  # seconds a failed login may take with a 1 s timeout (several LDAP steps)
-
-
-@pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
-    return make_ca(tmp_path_factory.mktemp("ca"), openssl=need_binary("openssl"))
-
-
-@pytest.fixture(scope="module")
-def directory(tmp_path_factory: pytest.TempPathFactory, ca: CA) -> Iterator[Slapd]:
-    """slapd on ldap:// (StartTLS offered) and ldaps://, certificate signed by `ca`."""
-    leaf = make_server_cert(ca, tmp_path_factory.mktemp("cert"), openssl=need_binary("openssl"))
-    with running_directory(tmp_path_factory.mktemp("slapd"),
-                           tls=TlsFiles(cert=leaf.cert, key=leaf.key)) as server:
-        yield server
 
 
 def test_it_says_the_directory_did_not_answer_when_nothing_listens(
@@ -73,9 +58,9 @@ def test_a_wrong_service_account_password_says_the_directory_refused(
 
 @pytest.mark.parametrize("transport", ["ldap", "ldaps", "starttls"])
 def test_it_gives_up_on_a_hung_directory_within_its_timeout(
-        settings, client: Client, directory: Slapd, ca: CA, transport: str) -> None:
+        settings, client: Client, directory: Slapd, directory_ca: CA, transport: str) -> None:
     uri = directory.ldaps_uri if transport == "ldaps" else directory.uri
-    configure(settings, directory, URI=uri, TIMEOUT_S="1", CA_FILE=str(ca.cert),
+    configure(settings, directory, URI=uri, TIMEOUT_S="1", CA_FILE=str(directory_ca.cert),
               START_TLS="yes" if transport == "starttls" else None)
     with directory.paused():
         response, seconds = login(client, "alice", directory.user("alice").password)
@@ -97,8 +82,8 @@ def test_a_local_account_logs_in_while_the_directory_hangs(
 
 @pytest.mark.parametrize("transport", ["ldaps", "starttls"])
 def test_it_logs_in_over_tls_trusting_the_sites_ca(
-        settings, client: Client, directory: Slapd, ca: CA, transport: str) -> None:
-    configure(settings, directory, CA_FILE=str(ca.cert),
+        settings, client: Client, directory: Slapd, directory_ca: CA, transport: str) -> None:
+    configure(settings, directory, CA_FILE=str(directory_ca.cert),
               URI=directory.ldaps_uri if transport == "ldaps" else directory.uri,
               START_TLS="yes" if transport == "starttls" else None)
     response, _ = login(client, "alice", directory.user("alice").password)
@@ -116,9 +101,11 @@ def test_it_refuses_a_directory_certificate_it_cannot_verify(
     assert refused(response) and DIRECTORY_DOWN in response.content
 
 
-def test_the_served_monitor_logs_directory_users_in(directory: Slapd, tmp_path: Path) -> None:
+def test_the_served_monitor_logs_directory_users_in(directory: Slapd, tmp_path: Path,
+                                                    migrated_sqlite: Path) -> None:
     environ = ldap_environ(directory, TIMEOUT_S="1")
-    with monitor_server(tmp_path / "monitor", extra_environ=environ, workers=1) as server:
+    data_dir = copy_migrated(migrated_sqlite, tmp_path / "monitor")
+    with monitor_server(data_dir, extra_environ=environ, workers=1, migrate=False) as server:
         session = Session(server.url)
         session.login("alice", directory.user("alice").password)
         assert session.get("/hosts/")[0] == 200

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,22 +18,25 @@ from clusterwatch.monitor import registry
 from clusterwatch.monitor.models import Alarm, HostToken, HostTokenKey, RegisteredHarvester
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
-from tests.monitor.pages.test_views import operator as operator  # the fixture
-from tests.monitor.pages.test_views import text_of
-from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, NOW, perlmutter_config
-from tests.monitor.panda.test_remote_harvester_report import CLUSTERWATCH, _environ
-from tests.monitor.panda.test_remote_harvester_report import migrated as migrated  # fixture
-from tests.monitor.panda.test_remote_record import perlmutter_rows
+from tests.monitor.panda.remote_rows import (
+    EPIC,
+    HARVESTER,
+    KEY,
+    NOW,
+    perlmutter_config,
+    perlmutter_rows,
+)
+from tests.support.monitor_console import CLUSTERWATCH, console_environ, copy_migrated
+from tests.support.page_text import text_of
 
 
 @pytest.mark.integration
 def test_it_registers_lists_and_removes_keys_through_the_console_script(
-        migrated: Path, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    shutil.copytree(migrated, data)
+        migrated_sqlite: Path, tmp_path: Path) -> None:
+    data = copy_migrated(migrated_sqlite, tmp_path / "data")
 
     def monitor(*arguments: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=_environ(data),
+        done = subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=console_environ(data),
                               capture_output=True, text=True, timeout=120, check=False)
         assert "Traceback" not in done.stderr
         return done

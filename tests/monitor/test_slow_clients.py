@@ -64,7 +64,8 @@ class Front:
 
 
 @pytest.fixture(scope="module")
-def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
+def front(tmp_path_factory: pytest.TempPathFactory,
+          migrated_database: dict[str, str]) -> Iterator[Front]:
     try:
         find_nginx()
         openssl = require_binary("openssl")
@@ -76,7 +77,7 @@ def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
     ca = make_ca(base / "tls", openssl=openssl)
     leaf = make_server_cert(ca, base / "tls", openssl=openssl)
     # The unit's environment: it sets CLUSTERWATCH_BEHIND_TLS_PROXY=1.
-    with served(base / "monitor", workers=None,
+    with served(base / "monitor", workers=None, template=migrated_database,
                 extra_environ={"CLUSTERWATCH_BEHIND_TLS_PROXY": "1"}) as server, \
             monitor_proxy(SITE, server.port, base / "nginx", certificate=leaf.cert,
                           key=leaf.key, ca_file=ca.cert) as proxy:

@@ -19,15 +19,13 @@ from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses, fa
 from tests.monitor.alarms.support import ssl_failing
 
 ROOT = Path(__file__).parents[3]
+# Stores the record given as its argument in a migrated database.
 SEED = textwrap.dedent("""
-    import json, sys, time, django
+    import json, sys, django
     django.setup()
-    from django.core.management import call_command
-    call_command("migrate", verbosity=0)
-    if len(sys.argv) > 1:
-        from clusterwatch.monitor.ingest.store import store_record
-        record = json.loads(sys.argv[1])
-        store_record(record["host"], record, len(sys.argv[1]))
+    from clusterwatch.monitor.ingest.store import store_record
+    record = json.loads(sys.argv[1])
+    store_record(record["host"], record, len(sys.argv[1]))
 """)
 
 
@@ -41,19 +39,10 @@ def environment(data_dir: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated database, made once and copied by each test (migrating takes seconds)."""
-    template = tmp_path_factory.mktemp("alarm-db")
-    subprocess.run([sys.executable, "-c", SEED], env=environment(template), check=True,
-                   timeout=120)
-    return template
-
-
 @pytest.fixture
-def monitor(migrated: Path, tmp_path: Path) -> Iterator[tuple[Path, HttpRecorder]]:
-    for name in ("monitor.sqlite3", "secret_key"):
-        shutil.copy(migrated / name, tmp_path / name)
+def monitor(migrated_sqlite: Path, tmp_path: Path) -> Iterator[tuple[Path, HttpRecorder]]:
+    for name in ("monitor.sqlite3", "secret_key"):  # the migrated one, made once a run
+        shutil.copy(migrated_sqlite / name, tmp_path / name)
     record = ssl_failing(collected_at=time.time() - 30)
     subprocess.run([sys.executable, "-c", SEED, json.dumps(record)],
                    env=environment(tmp_path), check=True, timeout=120)

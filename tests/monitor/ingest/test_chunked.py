@@ -4,31 +4,28 @@ stored like any other within the limit, 413 beyond it, 400 when the chunking is 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from clusterwatch.loopback.monitor_server import MonitorServer
 from tests.monitor.served_support import (
+    SHARED_RECORD_LIMIT,
     exchange,
     latest,
     now,
     post,
     record_body,
-    served,
     token_for,
 )
 
 pytestmark = pytest.mark.integration
 
-LIMIT = 60_000  # CLUSTERWATCH_MAX_RECORD_BYTES here; the example record is about 9 KB
+LIMIT = SHARED_RECORD_LIMIT  # CLUSTERWATCH_MAX_RECORD_BYTES; the example record is about 9 KB
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MonitorServer]:
-    with served(tmp_path_factory.mktemp("chunked"),
-                extra_environ={"CLUSTERWATCH_MAX_RECORD_BYTES": str(LIMIT)}) as running:
-        yield running
+@pytest.fixture
+def server(served_monitor: MonitorServer) -> MonitorServer:
+    return served_monitor  # the session's (tests/monitor/ingest/conftest.py), with LIMIT
 
 
 def test_it_stores_a_chunked_record_like_any_other(server: MonitorServer) -> None:

@@ -6,25 +6,30 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from clusterwatch.loopback.monitor_server import MonitorServer
-from tests.monitor.served_support import Answer, now, post, record_body, served, token_for
+from tests.monitor.served_support import (
+    SHARED_WORKERS,
+    Answer,
+    now,
+    post,
+    record_body,
+    token_for,
+)
 
 pytestmark = pytest.mark.integration
 
-WORKERS = 4  # as the shipped unit runs
+WORKERS = SHARED_WORKERS  # gunicorn's, as the shipped unit runs
 SENDERS = 8  # posts of one record at once, more than the workers
 ROUNDS = 4  # records, each raced by every sender
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MonitorServer]:
-    with served(tmp_path_factory.mktemp("concurrent"), workers=WORKERS) as running:
-        yield running
+@pytest.fixture
+def server(served_monitor: MonitorServer) -> MonitorServer:
+    return served_monitor  # the session's (tests/monitor/ingest/conftest.py), WORKERS workers
 
 
 def _race(server: MonitorServer, key: str, token: str, body: bytes) -> list[Answer]:

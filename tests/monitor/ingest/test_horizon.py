@@ -9,7 +9,7 @@ import datetime as dt
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,11 +18,18 @@ import pytest
 from clusterwatch.loopback.monitor_server import MonitorServer, monitor_environ, private_database
 from clusterwatch.monitor.record.index import queues_in
 from tests.monitor.records import utc
-from tests.monitor.served_support import latest, now, post, record_body, served, token_for
+from tests.monitor.served_support import (
+    SHARED_CLOCK_SKEW_S,
+    latest,
+    now,
+    post,
+    record_body,
+    token_for,
+)
 
 pytestmark = pytest.mark.integration
 
-SKEW_S = 120  # CLUSTERWATCH_MAX_CLOCK_SKEW_S for the served monitor (the default is 600)
+SKEW_S = SHARED_CLOCK_SKEW_S  # CLUSTERWATCH_MAX_CLOCK_SKEW_S of the served monitor (not 600)
 # What the console script's migrations are before and after the repair of stored records.
 BEFORE_REPAIR = "0004_report_digest"
 CLUSTERWATCH = Path(sys.executable).with_name("clusterwatch")  # the installed console script
@@ -56,11 +63,9 @@ print(json.dumps([row and row.collected_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
 """
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MonitorServer]:
-    with served(tmp_path_factory.mktemp("future"),
-                extra_environ={"CLUSTERWATCH_MAX_CLOCK_SKEW_S": str(SKEW_S)}) as running:
-        yield running
+@pytest.fixture
+def server(served_monitor: MonitorServer) -> MonitorServer:
+    return served_monitor  # the session's (tests/monitor/ingest/conftest.py), with SKEW_S
 
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]  # a management command, extra_environ

@@ -26,6 +26,7 @@ from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, Latest
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
 from tests.monitor.ingest.support import at, new_token
 from tests.monitor.records import KEY, example
+from tests.support.monitor_console import copy_database
 
 pytestmark = pytest.mark.django_db
 
@@ -274,18 +275,15 @@ def test_it_survives_two_first_records_of_a_key_at_once() -> None:
     assert LatestReport.objects.get(key="fresh01").collected_at == at(2)
 
 
-def test_it_keeps_the_newest_as_latest_with_several_worker_processes(tmp_path: Path) -> None:
+def test_it_keeps_the_newest_as_latest_with_several_worker_processes(
+        tmp_path: Path, migrated_sqlite: Path) -> None:
     """Like gunicorn workers on the embedded SQLite file: WAL, busy timeout, real locks."""
-    database = tmp_path / "monitor.sqlite3"
+    database = copy_database(migrated_sqlite, tmp_path / "monitor.sqlite3")
     env = {**os.environ, "CLUSTERWATCH_DATA_DIR": str(tmp_path),
            "CLUSTERWATCH_DATABASE_URL": f"sqlite:///{database}",
            "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.settings",
            "CLUSTERWATCH_SECRET_KEY": "tests-only"}
     root = Path(__file__).resolve().parents[3]
-    subprocess.run([sys.executable, "-c", "import django; django.setup(); "
-                    "from django.core.management import call_command; "
-                    "call_command('migrate', verbosity=0)"],
-                   env=env, cwd=root, check=True, timeout=120)
     minutes = list(range(30))
     order = minutes[1::2][::-1] + minutes[0::2]
     workers = [subprocess.Popen([sys.executable, "-m", "tests.monitor.ingest.worker", KEY,

@@ -15,10 +15,9 @@ from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.record.slices import queue_slice
 from tests.monitor.pages.test_remote_panel import remote_record
-from tests.monitor.pages.test_views import fresh, text_of
-from tests.monitor.pages.test_views import operator as operator  # the fixture
 from tests.monitor.panda.remote_rows import EPIC, KEY, NOW
-from tests.monitor.records import QUEUE, example, store
+from tests.monitor.records import QUEUE, example, fresh, store
+from tests.support.page_text import text_of
 
 OTHER = "UM_GREX_PanDA_1"
 SHA = "0123456789abcdef" * 4

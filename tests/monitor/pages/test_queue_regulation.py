@@ -17,9 +17,9 @@ from clusterwatch.monitor.pages.queue_regulation import regulation_rows
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.reporter.record import load_schema
 from tests.monitor.pages.test_remote_panel import remote_record
-from tests.monitor.pages.test_views import fresh, operator, text_of  # noqa: F401 - fixture
 from tests.monitor.panda.remote_rows import EPIC, KEY, NOW
-from tests.monitor.records import QUEUE, example, store, with_database
+from tests.monitor.records import QUEUE, example, fresh, store, with_database
+from tests.support.page_text import text_of
 
 pytestmark = pytest.mark.django_db
 PAGE = f"/queues/{QUEUE}/"
@@ -52,7 +52,7 @@ def valid(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_it_shows_the_limit_in_force_beside_the_adjusters_applied_limit(
-        operator: Client) -> None:  # noqa: F811
+        operator: Client) -> None:
     store(valid(since_1_3(fresh(with_database(example())))))
     page = operator.get(PAGE)
     assert page.status_code == 200
@@ -69,14 +69,14 @@ def test_it_shows_the_limit_in_force_beside_the_adjusters_applied_limit(
 
 
 def test_it_says_an_older_record_does_not_report_them_and_still_validates(
-        operator: Client) -> None:  # noqa: F811
+        operator: Client) -> None:
     store(valid(fresh(with_database(example()))))
     text = text_of(operator.get(PAGE))
     assert text.count("not reported (a reporter before telemetry 1.3)") == 3
     assert "Limit in force not reported" in text
 
 
-def test_it_marks_an_old_cache_and_one_dated_after_collection(operator: Client) -> None:  # noqa: F811
+def test_it_marks_an_old_cache_and_one_dated_after_collection(operator: Client) -> None:
     record = since_1_3(fresh(with_database(example())), cache_age_s=1800)
     record["harvester_db"]["job_demand_cache"]["job_statistics_new.json"] = {
         "subKey": "", "lastUpdate": record["collected_at"], "age_s": -120}
@@ -87,7 +87,7 @@ def test_it_marks_an_old_cache_and_one_dated_after_collection(operator: Client) 
 
 
 def test_it_shows_why_there_is_no_limit_and_escapes_what_the_record_says(
-        operator: Client) -> None:  # noqa: F811
+        operator: Client) -> None:
     record = since_1_3(fresh(with_database(example())))
     database = record["harvester_db"]
     database["launch_limits"][QUEUE]["limit_in_force"] = {
@@ -104,7 +104,7 @@ def test_it_shows_why_there_is_no_limit_and_escapes_what_the_record_says(
 
 
 def test_it_says_a_ratio_limit_without_running_workers_is_an_upper_bound(
-        operator: Client) -> None:  # noqa: F811
+        operator: Client) -> None:
     record = since_1_3(fresh(with_database(example())))
     record["harvester_db"]["launch_limits"][QUEUE]["limit_in_force"] = {
         "value": None, "at_most": 50, "running_workers": None,
@@ -117,7 +117,7 @@ def test_it_says_a_ratio_limit_without_running_workers_is_an_upper_bound(
 
 @pytest.mark.parametrize(("expected_s", "stale"), [(60, True), (None, False), (600, False)])
 def test_the_pages_call_a_record_stale_by_its_own_interval(
-        operator: Client, expected_s: int | None, stale: bool) -> None:  # noqa: F811
+        operator: Client, expected_s: int | None, stale: bool) -> None:
     record = fresh(with_database(example()), minutes_ago=10)  # configured: stale after 15
     if expected_s is not None:
         record["interval"]["expected_s"] = expected_s

@@ -18,8 +18,6 @@ from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
 from clusterwatch.monitor.record.remote_sections import DialogKind
-from tests.monitor.pages.test_views import operator as operator  # the fixture
-from tests.monitor.pages.test_views import text_of
 from tests.monitor.panda.remote_rows import (
     EPIC,
     GPU,
@@ -29,8 +27,9 @@ from tests.monitor.panda.remote_rows import (
     PUSH,
     dialog,
     perlmutter_config,
+    perlmutter_rows,
 )
-from tests.monitor.panda.test_remote_record import perlmutter_rows
+from tests.support.page_text import text_of
 
 MINE = frozenset({EPIC, GPU, PUSH})
 

@@ -17,32 +17,16 @@ from tests.monitor.records import (
     all_fetches_failing,
     as_key,
     example,
+    fresh,
     no_jobs,
     recent,
     store,
     with_database,
 )
+from tests.support.page_text import text_of
 
 pytestmark = pytest.mark.django_db
 PAGES = ["/hosts/", "/queues/", f"/queues/{QUEUE}/", "/jobs/", "/jobs/6723451/"]
-
-
-@pytest.fixture
-def operator(client: Client, django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_user("operator", password="a long pass phrase")
-    client.force_login(user)
-    return client
-
-
-def fresh(record: dict[str, Any], minutes_ago: float = 1) -> dict[str, Any]:
-    return recent(record, timezone.now() - dt.timedelta(minutes=minutes_ago))
-
-
-def text_of(response: Any) -> str:
-    """The page as a person reads it: inline tags dropped, other tags as spaces, entities
-    kept, spaces collapsed (the style sheet too, which no assertion looks for)."""
-    html = re.sub(r"</?(?:time|span|strong|a|em)\b[^>]*>", "", response.content.decode())
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 @pytest.mark.parametrize("url", PAGES)

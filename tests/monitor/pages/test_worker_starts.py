@@ -14,18 +14,10 @@ from django.utils import timezone
 
 from tests.monitor.records import QUEUE, as_key, example, recent, store, with_database
 from tests.support.admission_section import built_section
-
-from .test_views import text_of
+from tests.support.page_text import text_of
 
 pytestmark = pytest.mark.django_db
 URL = "/panda/worker-starts/"
-
-
-@pytest.fixture
-def operator(client: Client, django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_user("operator", password="a long pass phrase")
-    client.force_login(user)
-    return client
 
 
 def admission_section(tmp_path: Path, queue: str = QUEUE) -> dict[str, Any]:

@@ -1,5 +1,8 @@
 """What the PanDA view's tests share: a throwaway CA (tests/support/tls.py's helper, with the
-`openssl` command line), the loopback IRI API over HTTPS with it, and a client that trusts it.
+`openssl` command line), the loopback IRI API over HTTPS with it, and a client that trusts it;
+the session's loopback PostgreSQL for the PanDA server's tables (`server`, a database of its
+own for each test: panda_tables.py), and `remote_harvester_report` run on a copy of the migrated
+monitor database (`run`).
 
 In-process tests use `trusting` (the seam's TLS context given the test CA, verified as any
 other); a command run as a subprocess trusts it with `SSL_CERT_FILE=<ca.cert>` in its
@@ -8,15 +11,28 @@ environment, which the default context reads.
 
 from __future__ import annotations
 
+import datetime as dt
 import ssl
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from clusterwatch.loopback.fake_iri import FakeIri
+from clusterwatch.loopback.postgres import Postgres
+from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from clusterwatch.notify import deadline
 from tests.components import need_binary
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
+from tests.monitor.panda.job_tables import create_job_tables
+from tests.monitor.panda.panda_tables import (
+    configure,
+    fill,
+    fresh_database,
+    shifted,
+)
+from tests.monitor.panda.remote_report_support import Run
+from tests.monitor.panda.remote_rows import NOW, perlmutter_rows
 from tests.support.tls import ServerCert, make_ca, make_server_cert
 
 
@@ -48,3 +64,28 @@ def iri(iri_tls: ssl.SSLContext) -> Iterator[FakeIri]:
     """The loopback IRI API (HTTPS, test CA) serving CONFIG at RESOURCE:CONFIG_PATH."""
     with FakeIri(TOKEN, {RESOURCE: {CONFIG_PATH: CONFIG}}, tls=iri_tls) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def server(loopback_postgres: Postgres) -> Postgres:
+    """The loopback PostgreSQL for the PanDA server's tables: the session's one
+    (tests/conftest.py), on which each test makes a database of its own (`fresh_database`)."""
+    return loopback_postgres
+
+
+@pytest.fixture
+def panda(server: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PandaDatabase:
+    """A fresh database with the PanDA server's job tables, configured as production does."""
+    database = fresh_database(server)
+    create_job_tables(database)
+    configure(database, tmp_path, monkeypatch)
+    return database
+
+
+@pytest.fixture
+def run(tmp_path: Path, migrated_sqlite: Path, server: Postgres) -> Run:
+    """The Perlmutter-like scenario, dated at this clock's now, in a fresh PanDA database."""
+    database = fresh_database(server)
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    fill(database, shifted(perlmutter_rows(), now - NOW))
+    return Run(tmp_path, migrated_sqlite, database)

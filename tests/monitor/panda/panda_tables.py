@@ -2,8 +2,10 @@
 names and types (panda-database `pg_PANDA_TABLE.sql`, reference §1.1), in the `doma_panda`
 schema, filled from the row builders of remote_rows.py.
 
-Each test gets a database of its own on one server per module (`fresh_database`); the rows
-go in as the superuser, and the code under test reads them as configured in production.
+Each test gets a database of its own (`fresh_database`) on the session's one server
+(`loopback_postgres` of tests/conftest.py, `server` in tests/monitor/panda); the rows go in
+as the superuser, and the code under test reads them as configured in production
+(`configure`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,18 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import itertools
-from collections.abc import Iterator
+import os
+from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 
-from clusterwatch.loopback.postgres import Postgres, PostgresMissing, postgres_server
+from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from clusterwatch.monitor.panda.remote_record import ServerRows
 from clusterwatch.monitor.panda.server_rows import SourceFailed
-from tests.components import unavailable
 
 SCHEMA = "doma_panda"
 DDL = """
@@ -66,15 +69,6 @@ TABLES = {"instances": "harvester_instances", "workers": "harvester_workers",
 _numbers = itertools.count(1)
 
 
-def running_server() -> Iterator[Postgres]:
-    """For a module fixture: the loopback server, or `unavailable` without PostgreSQL."""
-    try:
-        with postgres_server() as server:
-            yield server
-    except PostgresMissing as missing:
-        unavailable(missing)
-
-
 def fresh_database(server: Postgres) -> PandaDatabase:
     """A new database holding the empty tables; its settings as the monitor's reader takes
     them (the superuser's password from the server's mode-600 file)."""
@@ -117,3 +111,14 @@ def shifted(rows: ServerRows, delta: dt.timedelta) -> ServerRows:
     return dataclasses.replace(rows, **{
         field: [move(row) for row in getattr(rows, field)] for field in TABLES
         if not isinstance(getattr(rows, field), SourceFailed)})
+
+
+def configure(database: PandaDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings as production sets them: the URL, and the password in a mode-600 file."""
+    secret = tmp_path / "panda-password"
+    secret.write_text(database.password or "", encoding="utf-8")
+    os.chmod(secret, 0o600)
+    monkeypatch.setenv("CLUSTERWATCH_PANDA_DATABASE_URL",
+                       f"postgresql://{database.user}@{database.host}:{database.port}/"
+                       f"{database.dbname}")
+    monkeypatch.setenv("CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE", str(secret))

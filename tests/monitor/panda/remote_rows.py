@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from clusterwatch.monitor.ingest.validation import checkers
 from clusterwatch.monitor.panda.remote_record import ServerRows
 from clusterwatch.monitor.panda.server_rows import (
     DialogRow,
@@ -118,3 +119,55 @@ class ServerWorkers:
 
     def rows(self) -> list[WorkerRow]:
         return list(self.table.values())
+
+
+def assert_valid(record: dict[str, Any]) -> None:
+    """`record` is valid against the schema, for jsonschema and for ingest's own check."""
+    reference, fast = checkers()
+    errors = [f"{list(error.absolute_path)}: {error.message}"
+              for error in reference.iter_errors(record)]
+    assert errors == []
+    assert fast is not None and fast(record)  # ingest's own check takes it too
+
+
+def perlmutter_rows() -> Any:
+    """The Perlmutter-like scenario's rows (its record: the remote record's tests)."""
+    server = ServerWorkers()
+    for number in range(12):  # running, so the ratio gives 50 % of 12 = 6
+        server.update(ago(minutes=2), 100 + number, "running", starttime=ago(minutes=30))
+    server.update(ago(minutes=2), 200, "submitted", submittime=ago(minutes=2))
+    server.update(ago(minutes=2), 201, "submitted", submittime=ago(minutes=3))
+    server.update(ago(minutes=2), 202, "missed", submittime=ago(minutes=3),
+                  endtime=ago(minutes=3), diagmessage="sbatch: error: QOSMaxSubmitJobPerUserLimit")
+    server.update(ago(minutes=1), 203, "running", submittime=ago(days=8),
+                  starttime=ago(days=8))  # its end never arrived: not live any more
+    server.update(ago(minutes=4), 204, "finished", starttime=ago(minutes=64),
+                  endtime=ago(minutes=4), nativeexitcode=0)
+    # The harvester first said failed, then finished: the server keeps failed (3 hours).
+    server.update(ago(minutes=20), 205, "failed", starttime=ago(hours=2),
+                  endtime=ago(minutes=3), errorcode=9000, nativeexitcode=73,
+                  diagmessage="Payload execution error: returned non-zero 73")
+    server.update(ago(minutes=2), 205, "finished")
+    server.update(ago(minutes=2), 300, "running", computingsite=GPU, starttime=ago(minutes=2))
+    return rows(
+        instances=[instance()],
+        workers=server.rows(),
+        dialogs=[
+            dialog(1, "failed to submit a workerID=8812001 with sbatch: error: Batch job "
+                      "submission failed: Job violates accounting/QOS policy",
+                   identifier=f"submit_workers <site={EPIC}>"),
+            dialog(2, "failed to submit a workerID=8812002 with sbatch: error: Batch job "
+                      "submission failed: Job violates accounting/QOS policy",
+                   identifier=f"submit_workers <site={EPIC}>"),
+            dialog(3, "proxy lifetime 20 hours below 48", level="WARNING", module="monitor"),
+        ],
+        metrics=[
+            metrics("login31.chn.perlmutter.nersc.gov", ago(minutes=30), '{"cpu_pc": 3.5}'),
+            metrics("login31.chn.perlmutter.nersc.gov", ago(minutes=5),
+                    '{"cpu_pc": 11.2, "memory_pc": 3.4, "volume_data_pc": 41.0, '
+                    '"cert_lifetime": {"/global/homes/p/pandaops/x509": 94}}'),
+            metrics("login32.chn.perlmutter.nersc.gov", ago(minutes=2), '{"cpu_pc": 7.0}'),
+        ],
+        worker_stats=[stats(EPIC, "running", 12), stats(EPIC, "to_submit", 0),
+                      stats(GPU, "running", 1), stats(GPU, "to_submit", 0)],
+    )

@@ -20,11 +20,9 @@ from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from clusterwatch.monitor.usage import api_tokens
 from tests.monitor.panda.job_tables import insert_jobs, job
-from tests.monitor.panda.panda_tables import fresh_database, superuser
-from tests.monitor.panda.test_job_truth_page import configure, operator, panda, server
+from tests.monitor.panda.panda_tables import configure, fresh_database, superuser
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
-__all__ = ["operator", "panda", "server"]  # fixtures shared with the job page's tests
 URL = "/api/osg-image-demand/"
 NOW = dt.datetime(2026, 12, 1, 12, 0)
 IMAGES = ["/cvmfs/unpacked.cern.ch/registry.hub.docker.com/eic/jug_xl:nightly",

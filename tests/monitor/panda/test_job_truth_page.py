@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.test import Client
@@ -18,44 +15,14 @@ from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.loopback.services import free_port
 from clusterwatch.monitor.panda import job_rows
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
-from tests.monitor.pages.test_views import fresh, text_of
-from tests.monitor.panda.job_tables import create_job_tables, insert_jobs, job
-from tests.monitor.panda.panda_tables import fresh_database, running_server, superuser
-from tests.monitor.records import QUEUE, all_fetches_failing, example, store
+from tests.monitor.panda.job_tables import insert_jobs, job
+from tests.monitor.panda.panda_tables import configure, fresh_database, superuser
+from tests.monitor.records import QUEUE, all_fetches_failing, example, fresh, store
+from tests.support.page_text import text_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 NOW = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 HEADING = "What the PanDA server says"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Postgres]:
-    yield from running_server()
-
-
-@pytest.fixture
-def operator(client: Client, django_user_model: Any) -> Client:
-    client.force_login(django_user_model.objects.create_user("operator", password="pass phrase"))
-    return client
-
-
-def configure(database: PandaDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The settings as production sets them: the URL, and the password in a mode-600 file."""
-    secret = tmp_path / "panda-password"
-    secret.write_text(database.password or "", encoding="utf-8")
-    os.chmod(secret, 0o600)
-    monkeypatch.setenv("CLUSTERWATCH_PANDA_DATABASE_URL",
-                       f"postgresql://{database.user}@{database.host}:{database.port}/"
-                       f"{database.dbname}")
-    monkeypatch.setenv("CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE", str(secret))
-
-
-@pytest.fixture
-def panda(server: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PandaDatabase:
-    database = fresh_database(server)
-    create_job_tables(database)
-    configure(database, tmp_path, monkeypatch)
-    return database
 
 
 def test_it_shows_an_activated_job_and_its_queues_last_fetch(

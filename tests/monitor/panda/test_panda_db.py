@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -18,30 +17,26 @@ from clusterwatch.monitor.panda import panda_db
 from clusterwatch.monitor.panda.panda_db import connect, read_server_rows
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.server_rows import SourceFailed
-from tests.monitor.panda.panda_tables import fill, fresh_database, running_server, superuser
+from tests.monitor.panda.panda_tables import fill, fresh_database, superuser
 from tests.monitor.panda.remote_rows import (
     EPIC,
     HARVESTER,
     KEY,
     NOW,
     ago,
+    assert_valid,
     dialog,
     instance,
     metrics,
     perlmutter_config,
+    perlmutter_rows,
     rows,
     stats,
     worker,
 )
-from tests.monitor.panda.test_remote_record import assert_valid, perlmutter_rows
 
 pytestmark = pytest.mark.integration
 OTHER = "BNL_harvester_2"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Postgres]:
-    yield from running_server()
 
 
 def record_of(server_rows: Any) -> dict[str, Any]:

@@ -5,98 +5,29 @@ statuses, and the password and token in no output."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
-import shutil
-import sqlite3
 import ssl
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
 
 import pytest
 
 from clusterwatch.loopback.fake_iri import FakeIri
-from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.panda.panda_settings import PASSWORD_SETTING, PandaDatabase
 from tests.monitor.panda.iri_support import CONFIG_PATH, RESOURCE, TOKEN, token_file
-from tests.monitor.panda.panda_tables import fill, fresh_database, running_server, shifted
-from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, NOW, PERLMUTTER_CONFIG
-from tests.monitor.panda.test_remote_record import assert_valid, perlmutter_rows
+from tests.monitor.panda.remote_report_support import Run
+from tests.monitor.panda.remote_rows import (
+    EPIC,
+    HARVESTER,
+    KEY,
+    PERLMUTTER_CONFIG,
+    assert_valid,
+)
+from tests.support.monitor_console import CLUSTERWATCH, console_environ
 from tests.support.tls import ServerCert
 
 pytestmark = pytest.mark.integration
-CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Postgres]:
-    yield from running_server()
-
-
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A monitor data directory with its SQLite database migrated, copied by each test."""
-    data = tmp_path_factory.mktemp("monitor") / "data"
-    done = subprocess.run([CLUSTERWATCH, "monitor", "migrate"], env=_environ(data),
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    return data
-
-
-class Run:
-    """One test's monitor data directory and PanDA database, and the command run on them."""
-
-    def __init__(self, tmp_path: Path, migrated: Path, database: PandaDatabase) -> None:
-        self.data = tmp_path / "data"
-        shutil.copytree(migrated, self.data)
-        self.tmp_path = tmp_path
-        self.database = database
-        self.password_file = tmp_path / "panda-password"
-        self.password_file.write_text(f"{database.password}\n")
-        self.password_file.chmod(0o600)
-        self.url = (f"postgresql://{database.user}@127.0.0.1:{database.port}/"
-                    f"{database.dbname}")
-
-    def __call__(self, *arguments: str, **environ: str) -> subprocess.CompletedProcess[str]:
-        env = {"CLUSTERWATCH_PANDA_DATABASE_URL": self.url,
-               PASSWORD_SETTING: str(self.password_file), **environ}
-        done = subprocess.run(
-            [CLUSTERWATCH, "monitor", "remote_harvester_report", "--key", KEY,
-             "--harvester-id", HARVESTER, *arguments], env=_environ(self.data, env),
-            capture_output=True, text=True, timeout=120, check=False)
-        secret = self.database.password or ""
-        assert secret not in done.stdout + done.stderr and TOKEN not in done.stdout + done.stderr
-        assert "Traceback" not in done.stderr
-        return done
-
-    def latest(self) -> Optional[dict[str, Any]]:
-        with sqlite3.connect(self.data / "monitor.sqlite3") as connection:
-            found = connection.execute(
-                "SELECT r.record FROM monitor_latestreport l JOIN monitor_hostreport r "
-                "ON r.id = l.report_id WHERE l.key = ?", (KEY,)).fetchone()
-            count = connection.execute("SELECT count(*) FROM monitor_hostreport").fetchone()
-        self.stored = count[0]
-        return json.loads(found[0]) if found else None
-
-
-def _environ(data: Path, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
-    return {**env, "CLUSTERWATCH_DATA_DIR": str(data), **(extra or {})}
-
-
-@pytest.fixture
-def run(tmp_path: Path, migrated: Path, server: Postgres) -> Run:
-    """The Perlmutter-like scenario, dated at this clock's now, in a fresh PanDA database."""
-    database = fresh_database(server)
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    fill(database, shifted(perlmutter_rows(), now - NOW))
-    return Run(tmp_path, migrated, database)
 
 
 def test_it_stores_the_record_as_the_keys_latest(run: Run) -> None:
@@ -226,7 +157,7 @@ def test_an_iri_outage_is_a_failed_source_and_a_readable_token_file_exits_78(
 
 
 def _monitor(run: Run, *arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=_environ(run.data),
+    return subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=console_environ(run.data),
                           capture_output=True, text=True, timeout=120, check=False)
 
 

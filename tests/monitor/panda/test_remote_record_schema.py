@@ -13,8 +13,7 @@ import pytest
 from clusterwatch.monitor.ingest.validation import checkers, schema_document
 from clusterwatch.monitor.panda.remote_record import build_record
 from tests.monitor import records
-from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config
-from tests.monitor.panda.test_remote_record import perlmutter_rows
+from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config, perlmutter_rows
 
 REMOTE_SECTIONS = ("instance", "queue_status", "dialogs")
 # Every record tests/monitor/records.py makes: the example as the reporter wrote it, and

@@ -18,14 +18,15 @@ from tests.monitor.panda.remote_rows import (
     KEY,
     NOW,
     ago,
+    assert_valid,
     instance,
     metrics,
     naive,
     perlmutter_config,
+    perlmutter_rows,
     rows,
     worker,
 )
-from tests.monitor.panda.test_remote_record import assert_valid, perlmutter_rows
 
 FAILED = SourceFailed("OperationalError: canceling statement due to statement timeout")
 

@@ -11,16 +11,9 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.monitor.panda.panda_settings import PASSWORD_SETTING
-from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, PERLMUTTER_CONFIG
-from tests.monitor.panda.test_remote_harvester_report import (
-    CLUSTERWATCH,
-    Run,
-    _environ,
-)
-from tests.monitor.panda.test_remote_harvester_report import migrated as migrated  # fixture
-from tests.monitor.panda.test_remote_harvester_report import run as run  # fixture
-from tests.monitor.panda.test_remote_harvester_report import server as server  # fixture
-from tests.monitor.panda.test_remote_record import assert_valid
+from tests.monitor.panda.remote_report_support import Run
+from tests.monitor.panda.remote_rows import EPIC, HARVESTER, KEY, PERLMUTTER_CONFIG, assert_valid
+from tests.support.monitor_console import CLUSTERWATCH, console_environ
 
 pytestmark = pytest.mark.integration
 OTHER = "other-harvester"
@@ -31,8 +24,9 @@ def monitor(run: Run, *arguments: str, cwd: Path | None = None
             ) -> subprocess.CompletedProcess[str]:
     """`clusterwatch monitor ARGUMENTS` on the run's data directory and PanDA database."""
     env = {"CLUSTERWATCH_PANDA_DATABASE_URL": run.url, PASSWORD_SETTING: str(run.password_file)}
-    done = subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=_environ(run.data, env),
-                          capture_output=True, text=True, timeout=180, check=False, cwd=cwd)
+    done = subprocess.run([CLUSTERWATCH, "monitor", *arguments],
+                          env=console_environ(run.data, env), capture_output=True, text=True,
+                          timeout=180, check=False, cwd=cwd)
     assert "Traceback" not in done.stderr
     assert (run.database.password or "") not in done.stdout + done.stderr
     return done

@@ -11,8 +11,7 @@ from clusterwatch.errors import RunError
 from clusterwatch.monitor.models import HostReport, LatestReport
 from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
-from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config
-from tests.monitor.panda.test_remote_record import perlmutter_rows
+from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config, perlmutter_rows
 
 pytestmark = pytest.mark.django_db
 

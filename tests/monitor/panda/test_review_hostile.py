@@ -20,14 +20,8 @@ from clusterwatch.monitor.panda.remote_report import _from_file, store
 from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.notify.http import HttpResponse
 from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
-from tests.monitor.panda.test_remote_harvester_report import CLUSTERWATCH, _environ
 from tests.monitor.records import KEY, example
-
-
-@pytest.fixture
-def operator(client: Client, django_user_model: Any) -> Client:
-    client.force_login(django_user_model.objects.create_user("operator", password="pass phrase"))
-    return client
+from tests.support.monitor_console import CLUSTERWATCH, console_environ, copy_migrated
 
 
 @pytest.mark.django_db
@@ -93,7 +87,7 @@ def test_it_exits_78_for_an_sslmode_libpq_does_not_know(tmp_path: Path, sslmode:
     # It was exit 1 with a record stored whose every table said "invalid sslmode value".
     config = tmp_path / "panda_queueconfig.json"
     config.write_text("{}", encoding="utf-8")
-    env = {**_environ(tmp_path), "CLUSTERWATCH_PANDA_DATABASE_URL":
+    env = {**console_environ(tmp_path), "CLUSTERWATCH_PANDA_DATABASE_URL":
            f"postgresql://panda@127.0.0.1:9/panda?sslmode={sslmode}"}
     done = subprocess.run([CLUSTERWATCH, "monitor", "remote_harvester_report", "--key", "k",
                            "--harvester-id", "h", "--queue-config", str(config)],
@@ -118,12 +112,10 @@ def test_it_takes_every_sslmode_libpq_knows() -> None:
      "--iri-path", "q.json", "--iri-token-file", "token"),
 ])
 def test_it_refuses_to_register_a_remote_key_the_builder_would_refuse(
-        tmp_path: Path, options: tuple[str, ...]) -> None:
+        tmp_path: Path, options: tuple[str, ...], migrated_sqlite: Path) -> None:
     # They were registered (exit 0) and the timer then failed every five minutes with 78.
-    env = _environ(tmp_path)
-    migrated = subprocess.run([CLUSTERWATCH, "monitor", "migrate"], env=env,
-                              capture_output=True, text=True, timeout=300, check=False)
-    assert migrated.returncode == 0, migrated.stderr
+    data = copy_migrated(migrated_sqlite, tmp_path / "data")
+    env = console_environ(data)
     done = subprocess.run([CLUSTERWATCH, "monitor", "register_harvester", "perlmutter-harvester",
                            "--remote", *options], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, check=False)

@@ -1,4 +1,67 @@
-"""The usage reports' web fixtures (tests/monitor/usage/site.py)."""
+"""The usage reports' fixtures: the usage site (tests/monitor/usage/site.py: a fake sacct and
+a loopback Prometheus), in process (`usage_site`, `mail_site` with a real SMTP server) or
+for the console script (`site`, and `migrated`: its data directory tmp_path/data)."""
 
-from tests.monitor.usage.mail_support import mail_site, smtp  # noqa: F401  (fixtures)
-from tests.monitor.usage.site import usage_site  # noqa: F401  (a fixture, found by name)
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterwatch.loopback.smtp import SmtpServer
+from clusterwatch.monitor.usage.config import get_config
+from tests.monitor.usage.mail_support import SMTP_BACKEND, MailSite, mail_settings, started
+from tests.monitor.usage.prometheus_range import RangePrometheus
+from tests.monitor.usage.site import UsageSite, environment
+from tests.support.monitor_console import copy_migrated
+
+
+@pytest.fixture
+def usage_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UsageSite]:
+    """The usage reports on, over a fake sacct and a loopback Prometheus."""
+    with RangePrometheus() as prometheus:
+        site = UsageSite(tmp_path, prometheus)
+        for name, value in environment(site).items():
+            monkeypatch.setenv(name, value)
+        # A data directory of its own: the render cache lives there.
+        from django.conf import settings
+
+        monkeypatch.setattr(settings, "DATA_DIR", tmp_path / "data")
+        get_config.cache_clear()
+        yield site
+    get_config.cache_clear()
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    server = started(SmtpServer())
+    try:
+        yield server
+    finally:
+        server.down()
+
+
+@pytest.fixture
+def mail_site(usage_site: UsageSite, smtp: SmtpServer, settings: Any) -> MailSite:
+    """The email on, to the loopback SMTP server; every user is user@example.org."""
+    settings.EMAIL_BACKEND = SMTP_BACKEND  # pytest-django puts the in-memory one there
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_HOST_USER, settings.EMAIL_TIMEOUT = "", 5.0
+    settings.USAGE_MAIL = mail_settings()
+    return MailSite(usage_site, smtp)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[UsageSite]:
+    """The usage site for the console script (tests/monitor/usage/cli_support.py)."""
+    with RangePrometheus() as prometheus:
+        yield UsageSite(tmp_path, prometheus)
+
+
+@pytest.fixture
+def migrated(tmp_path: Path, migrated_sqlite: Path) -> Path:
+    """tmp_path/data, the console script's data directory: a copy of the migrated one."""
+    return copy_migrated(migrated_sqlite, tmp_path / "data")

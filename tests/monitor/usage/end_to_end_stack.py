@@ -14,9 +14,10 @@ import contextlib
 import secrets
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -88,7 +89,10 @@ def require_components() -> None:
 
 
 @contextlib.contextmanager
-def running_stack(workdir: Path) -> Iterator[Stack]:
+def running_stack(workdir: Path, template: Optional[Mapping[str, str]] = None,
+                  ) -> Iterator[Stack]:
+    """Slurm with accounting, the job exporter, Prometheus, SMTP and the monitor; `template`
+    (the `migrated_database` fixture) gives the monitor a copy of a migrated database."""
     with contextlib.ExitStack() as running:
         cluster = running.enter_context(SlurmCluster(accounting=True))
         exporter = running.enter_context(job_exporter(workdir / "exporter.log"))
@@ -96,10 +100,10 @@ def running_stack(workdir: Path) -> Iterator[Stack]:
             {"jobs": [exporter]}, workdir / "prometheus", scrape_interval=f"{SCRAPE_INTERVAL_S}s"))
         smtp = running.enter_context(SmtpServer())
         data_dir = workdir / "monitor"
-        database = running.enter_context(private_database(data_dir))
+        database = running.enter_context(private_database(data_dir, template=template))
         port = free_port()
         server = running.enter_context(monitor_server(
-            data_dir, database=database, port=port, extra_environ={
+            data_dir, database=database, port=port, migrate=template is None, extra_environ={
                 "CLUSTERWATCH_PROMETHEUS_URL": metrics.url,
                 "CLUSTERWATCH_SACCT": cluster.accounting.sacct_program,
                 "CLUSTERWATCH_SCRAPE_INTERVAL_S": str(SCRAPE_INTERVAL_S),

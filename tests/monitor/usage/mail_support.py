@@ -1,17 +1,15 @@
-"""The end-of-job email's test fixtures: a real SMTP server (aiosmtpd on 127.0.0.1) and the
+"""The end-of-job email's test helpers: a real SMTP server (aiosmtpd on 127.0.0.1) and the
 monitor's email settings pointed at it, over the usage site (fake sacct, loopback
-Prometheus). Under CI=true a missing aiosmtpd fails the test (tests/components.py)."""
+Prometheus); the `smtp` and `mail_site` fixtures are in conftest.py. Under CI=true a missing
+aiosmtpd fails the test (tests/components.py)."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
@@ -38,26 +36,6 @@ def started(server: SmtpServer) -> SmtpServer:
     except MissingComponent as missing:
         unavailable(missing)
     return server
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    server = started(SmtpServer())
-    try:
-        yield server
-    finally:
-        server.down()
-
-
-@pytest.fixture
-def mail_site(usage_site: UsageSite, smtp: SmtpServer, settings: Any) -> MailSite:
-    """The email on, to the loopback SMTP server; every user is user@example.org."""
-    settings.EMAIL_BACKEND = SMTP_BACKEND  # pytest-django puts the in-memory one there
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp.port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_HOST_USER, settings.EMAIL_TIMEOUT = "", 5.0
-    settings.USAGE_MAIL = mail_settings()
-    return MailSite(usage_site, smtp)
 
 
 def mail_settings(**changes: str) -> MailSettings:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
-import pytest
-
-from clusterwatch.monitor.usage.config import get_config
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.sacct_support import line, step
 
@@ -122,19 +119,3 @@ class UsageSite:
 def environment(site: UsageSite) -> Mapping[str, str]:
     return {"CLUSTERWATCH_PROMETHEUS_URL": site.prometheus.url,
             "CLUSTERWATCH_SACCT": str(site.sacct)}
-
-
-@pytest.fixture
-def usage_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UsageSite]:
-    """The usage reports on, over a fake sacct and a loopback Prometheus."""
-    with RangePrometheus() as prometheus:
-        site = UsageSite(tmp_path, prometheus)
-        for name, value in environment(site).items():
-            monkeypatch.setenv(name, value)
-        # A data directory of its own: the render cache lives there.
-        from django.conf import settings
-
-        monkeypatch.setattr(settings, "DATA_DIR", tmp_path / "data")
-        get_config.cache_clear()
-        yield site
-    get_config.cache_clear()

@@ -53,9 +53,10 @@ Documents = dict[str, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory,
+          migrated_database: dict[str, str]) -> Iterator[Stack]:
     require_components()
-    with running_stack(tmp_path_factory.mktemp("end-to-end")) as running:
+    with running_stack(tmp_path_factory.mktemp("end-to-end"), migrated_database) as running:
         yield running
 
 

@@ -4,43 +4,18 @@ JSON as the API, exit 0 found, 1 unknown job or a failed source, 78 configuratio
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.monitor.usage.prometheus_range import RangePrometheus
-from tests.monitor.usage.site import UsageSite, environment
+from tests.monitor.usage.cli_support import run
+from tests.monitor.usage.site import UsageSite
 
-# The installed console script, beside the interpreter running the tests.
-CONSOLE = shutil.which("clusterwatch", path=os.path.dirname(sys.executable)) or "clusterwatch"
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[UsageSite]:
-    with RangePrometheus() as prometheus:
-        yield UsageSite(tmp_path, prometheus)
-
-
-def run(tmp_path: Path, site: UsageSite, *arguments: str,
-        **changes: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("CLUSTERWATCH_", "DJANGO_"))}
-    env.update({"CLUSTERWATCH_DATA_DIR": str(tmp_path / "data"), **environment(site), **changes})
-    return subprocess.run([CONSOLE, "monitor", *arguments], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
-
-
-def migrated(tmp_path: Path, site: UsageSite) -> None:
-    assert run(tmp_path, site, "migrate", "--verbosity", "0").returncode == 0
+# Each test's data directory is a copy of the migrated one (`migrated`, in conftest.py).
+pytestmark = pytest.mark.usefixtures("migrated")
 
 
 def test_it_prints_the_apis_document_and_exits_0(tmp_path: Path, site: UsageSite) -> None:
-    migrated(tmp_path, site)
     start, end = site.job("4242")
     site.measured("4242", start, end, busy_cpus=1.0, memory_bytes=2 * 1024**3)
     done = run(tmp_path, site, "job_usage", "4242")
@@ -52,14 +27,12 @@ def test_it_prints_the_apis_document_and_exits_0(tmp_path: Path, site: UsageSite
 
 
 def test_an_unknown_job_exits_1_with_one_line(tmp_path: Path, site: UsageSite) -> None:
-    migrated(tmp_path, site)
     done = run(tmp_path, site, "job_usage", "77")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.strip() == "clusterwatch: job 77 is unknown to accounting"
 
 
 def test_a_failing_source_exits_1(tmp_path: Path, site: UsageSite) -> None:
-    migrated(tmp_path, site)
     site.job("4242")
     site.prometheus.fail_with(503, b"{}")
     done = run(tmp_path, site, "job_usage", "4242")
@@ -81,7 +54,6 @@ def test_a_failing_source_exits_1(tmp_path: Path, site: UsageSite) -> None:
 ])
 def test_a_configuration_error_exits_78_with_one_line(tmp_path: Path, site: UsageSite,
                                                       changes: dict[str, str], says: str) -> None:
-    migrated(tmp_path, site)
     site.job("4242")
     done = run(tmp_path, site, "job_usage", "4242", **changes)
     assert done.returncode == 78, done.stderr
@@ -91,13 +63,11 @@ def test_a_configuration_error_exits_78_with_one_line(tmp_path: Path, site: Usag
 
 def test_a_malformed_job_id_exits_1_without_running_sacct(tmp_path: Path,
                                                           site: UsageSite) -> None:
-    migrated(tmp_path, site)
     done = run(tmp_path, site, "job_usage", "1;rm")
     assert done.returncode == 1 and "not a job id" in done.stderr
 
 
 def test_sacct_runs_without_the_monitors_secret_key(tmp_path: Path, site: UsageSite) -> None:
-    migrated(tmp_path, site)
     seen = tmp_path / "sacct-environment"
     spy = tmp_path / "spy-sacct"
     spy.write_text(f"#!/bin/sh\nenv > {seen}\n")

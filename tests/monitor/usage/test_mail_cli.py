@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import getpass
 import os
-import shutil
 import subprocess
-import sys
-from collections.abc import Iterator, Mapping
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,63 +15,21 @@ import pytest
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
 from tests.components import unavailable
-from tests.monitor.usage.mail_support import BASE_URL, DOMAIN, SENDER, parts
+from tests.monitor.usage.cli_support import CONSOLE, ENDED, Cli, finished
+from tests.monitor.usage.mail_support import DOMAIN, parts
 from tests.monitor.usage.prometheus_range import RangePrometheus
-from tests.monitor.usage.site import UsageSite, environment
+from tests.monitor.usage.site import UsageSite
+from tests.support.monitor_console import copy_migrated
 
 WRAPPER = Path(__file__).resolve().parents[3] / "deploy" / "slurm" / "clusterwatch-mailprog"
-CONSOLE = shutil.which("clusterwatch", path=os.path.dirname(sys.executable)) or "clusterwatch"
 SECRET = "Sm7p-s3cret-9f1c"
-ENDED = "Slurm Job_id={jobid} Name=analysis Ended, Run time 00:15:00, COMPLETED, ExitCode 0"
-
-
-class Cli:
-    def __init__(self, tmp_path: Path, site: UsageSite, smtp: SmtpServer) -> None:
-        self.site, self.smtp = site, smtp
-        self.env = {key: value for key, value in os.environ.items()
-                    if not key.startswith(("CLUSTERWATCH_", "DJANGO_", "SLURM_"))}
-        self.env.update({
-            "CLUSTERWATCH_DATA_DIR": str(tmp_path / "data"), **environment(site),
-            "CLUSTERWATCH_EMAIL_HOST": "127.0.0.1", "CLUSTERWATCH_EMAIL_PORT": str(smtp.port),
-            "CLUSTERWATCH_EMAIL_FROM": SENDER, "CLUSTERWATCH_EMAIL_BASE_URL": BASE_URL,
-            "CLUSTERWATCH_EMAIL_DOMAIN": DOMAIN, "CLUSTERWATCH_EMAIL_JOBS": "all",
-            "CLUSTERWATCH_EMAIL_TIMEOUT": "5"})
-
-    def start(self, *arguments: str, **changes: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([CONSOLE, *arguments], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**self.env, **changes})
-
-    def run(self, *arguments: str, **changes: str) -> subprocess.CompletedProcess[str]:
-        process = self.start(*arguments, **changes)
-        stdout, stderr = process.communicate(timeout=180)
-        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-
-    def mailprog(self, jobid: str, mail_type: str = "Ended", **changes: str,
-                 ) -> subprocess.Popen[str]:
-        slurm: Mapping[str, str] = {"SLURM_JOB_ID": jobid, "SLURM_JOB_USER": "alice",
-                                    "SLURM_JOB_MAIL_TYPE": mail_type, **changes}
-        return self.start("monitor", "usage_mailprog", "-s", ENDED.format(jobid=jobid),
-                          "alice", **slurm)
-
-    def ended_job(self, jobid: str, minutes_ago: float = 15.0) -> None:
-        start = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(
-            minutes=15 + minutes_ago)
-        end = start + timedelta(minutes=15)
-        self.site.job(jobid, start=start, hours=0.25)
-        self.site.measured(jobid, start, end, busy_cpus=1.0, memory_bytes=200 * 1024**2)
 
 
 @pytest.fixture
-def cli(bare_cli: Cli) -> Cli:
-    """With its database made."""
-    done = bare_cli.run("monitor", "migrate", "--verbosity", "0")
-    assert done.returncode == 0, done.stderr
+def cli(bare_cli: Cli, migrated_sqlite: Path) -> Cli:
+    """With its database made: a copy of the migrated one."""
+    copy_migrated(migrated_sqlite, Path(bare_cli.env["CLUSTERWATCH_DATA_DIR"]))
     return bare_cli
-
-
-def finished(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
-    stdout, stderr = process.communicate(timeout=180)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 @pytest.fixture

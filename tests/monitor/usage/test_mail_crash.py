@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.loopback.smtp import SmtpServer
+from tests.monitor.usage.cli_support import Cli, finished
 from tests.monitor.usage.mail_support import started
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_mail_cli import Cli, finished
+from tests.support.monitor_console import copy_migrated
 
 
 class HeldSmtpServer(SmtpServer):
@@ -35,13 +36,12 @@ class HeldSmtpServer(SmtpServer):
 
 
 @pytest.fixture
-def held_cli(tmp_path: Path) -> Iterator[Cli]:
+def held_cli(tmp_path: Path, migrated_sqlite: Path) -> Iterator[Cli]:
     with RangePrometheus() as prometheus:
         server = started(HeldSmtpServer())
         try:
             cli = Cli(tmp_path, UsageSite(tmp_path, prometheus), server)
-            done = cli.run("monitor", "migrate", "--verbosity", "0")
-            assert done.returncode == 0, done.stderr
+            copy_migrated(migrated_sqlite, Path(cli.env["CLUSTERWATCH_DATA_DIR"]))
             yield cli
         finally:
             server.release()

@@ -69,7 +69,8 @@ def jobs_of_alice(site: UsageSite) -> None:
 
 
 @pytest.fixture(scope="module")
-def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
+def stage(tmp_path_factory: pytest.TempPathFactory,
+          migrated_database: dict[str, str]) -> Iterator[Stage]:
     """One monitor and one browser for the module's tests (each starts in minutes)."""
     binary = need_binary("chromium")
     tmp_path = tmp_path_factory.mktemp("browser")
@@ -77,9 +78,9 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     with RangePrometheus() as prometheus:
         site = UsageSite(tmp_path, prometheus)
         jobs_of_alice(site)
-        with private_database(tmp_path) as database, monitor_server(
-                tmp_path / "data", database=database, extra_environ=environment(site),
-                workers=2) as server:
+        with private_database(tmp_path, template=migrated_database) as database, \
+                monitor_server(tmp_path / "data", database=database, migrate=False,
+                               extra_environ=environment(site), workers=2) as server:
             server.manage("shell", "-c", CREATE_USERS,
                           extra_environ={"CW_TEST_PASSWORD": password})
             browser = Chromium(binary, tmp_path)

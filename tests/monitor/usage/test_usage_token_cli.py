@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests.monitor.usage.cli_support import run
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_job_usage_cli import migrated, run, site  # noqa: F401 (fixture)
+
+# Each test's data directory is a copy of the migrated one (`migrated`, in conftest.py).
+pytestmark = pytest.mark.usefixtures("migrated")
 
 
-def accounts(tmp_path: Path, site: UsageSite) -> None:  # noqa: F811 (the fixture's name)
-    migrated(tmp_path, site)
+def accounts(tmp_path: Path, site: UsageSite) -> None:
     made = run(tmp_path, site, "shell", "-c",
                "from django.contrib.auth.models import User; "
                "User.objects.create_user('alice'); "
@@ -20,7 +24,7 @@ def accounts(tmp_path: Path, site: UsageSite) -> None:  # noqa: F811 (the fixtur
 
 
 def test_it_prints_a_new_token_once_as_the_last_line(tmp_path: Path,
-                                                     site: UsageSite) -> None:  # noqa: F811
+                                                     site: UsageSite) -> None:
     accounts(tmp_path, site)
     first = run(tmp_path, site, "create_usage_token", "alice", "--note", "backup script")
     assert first.returncode == 0, first.stderr
@@ -32,7 +36,7 @@ def test_it_prints_a_new_token_once_as_the_last_line(tmp_path: Path,
 
 
 def test_its_failures_exit_1_2_and_78_with_one_line(tmp_path: Path,
-                                                    site: UsageSite) -> None:  # noqa: F811
+                                                    site: UsageSite) -> None:
     accounts(tmp_path, site)
     for arguments in (["nobody"], ["gone"], ["alice", "--note", "x" * 201]):
         done = run(tmp_path, site, "create_usage_token", *arguments)
