@@ -201,3 +201,30 @@ def test_it_reads_the_systemd_credential_db_password_by_default(
     settings = load(CLUSTERWATCH_DATABASE_URL=url,
                     CLUSTERWATCH_DATABASE_PASSWORD_FILE=str(explicit))
     assert settings.DATABASES["default"]["PASSWORD"] == "explicit"
+
+
+def test_the_production_settings_hash_passwords_with_pbkdf2(tmp_path: Path) -> None:
+    # tests/monitor/settings.py hashes with MD5 for the in-process logins' speed; what runs
+    # in production (gunicorn, the demo, the browser tests) must keep Django's PBKDF2.
+    code = ("import django; django.setup(); "
+            "from django.conf import settings; "
+            "from django.contrib.auth.hashers import get_hasher, make_password; "
+            "print(settings.PASSWORD_HASHERS[0]); print(get_hasher().algorithm); "
+            "print(make_password('a long pass phrase').split('$')[0])")
+    environ = {name: value for name, value in os.environ.items()
+               if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
+    environ.update(CLUSTERWATCH_DATA_DIR=str(tmp_path / "data"),
+                   DJANGO_SETTINGS_MODULE="clusterwatch.monitor.settings")
+    done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher", "pbkdf2_sha256", "pbkdf2_sha256"]
+
+
+def test_the_test_settings_hash_in_process_logins_fast() -> None:
+    from django.conf import settings
+    from django.contrib.auth.hashers import get_hasher
+
+    assert settings.PASSWORD_HASHERS[0] == "django.contrib.auth.hashers.MD5PasswordHasher"
+    assert get_hasher().algorithm == "md5"
