@@ -86,7 +86,9 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 class ServiceStartError(RuntimeError):
     """A daemon exited or did not become ready in time; the message ends with its log.
 
-    `port_taken`: its log said a port it was given was taken (the retry's condition).
+    `port_taken`: its log said a port it was given was taken (the retry's condition). A
+    RuntimeError, as MariaDB's and slapd's start failures were before (the demo catches
+    those); the monitor's, PostgreSQL's and nginx's errors are subclasses with their old names.
     """
 
     def __init__(self, name: str, reason: str, log_tail: str = "", *,
