@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,10 +22,16 @@ def pytest_configure(config: pytest.Config) -> None:
     tiers.guard_private_database()
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m and -k deselect by the markers given here
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+# A wrapper: the markers are given before any other plugin's hook reads them (-m and -k
+# deselect by them, pytest-xdist turns xdist_group into the group it schedules), and the
+# order is set after pytest-django's (which sorts by the kind of database a test uses).
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: list[pytest.Item]) -> Generator[None, None, None]:
     tiers.mark(items)  # monitor_db and service: what each test reaches, see tests/support/tiers
     workers.group_by_module(config, items)  # one xdist worker per module: tests/support/workers
+    yield
+    workers.longest_first(config, items)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -40,8 +40,27 @@ def group_by_module(config: pytest.Config, items: list[pytest.Item]) -> None:
             else:
                 group = module
             item.add_marker(pytest.mark.xdist_group(group))
-    # Same order on every worker (xdist checks): the Slurm group first, the rest as collected.
-    items.sort(key=lambda item: _module(item) not in slurm_modules)
+
+
+def longest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Slurm group first, so a worker starts on it at once; each module's tests together.
+
+    pytest-django sorts the tests by the kind of database they use, which splits a module
+    whose tests differ: in a group of several modules that would start its module fixtures
+    again. Within a module its order is kept. Every worker sorts alike (pytest-xdist checks
+    that they collected the same order).
+    """
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(_module(item), index)
+
+    def key(item: pytest.Item) -> tuple[bool, int]:
+        group = item.get_closest_marker("xdist_group")
+        return (group is None or group.args[:1] != (SLURM,), first_seen[_module(item)])
+
+    items.sort(key=key)
 
 
 def _module(item: pytest.Item) -> str:
