@@ -42,6 +42,7 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 # environment: a minute or two, more on a slow index.
 PIP_TIMEOUT_S = 900
 DEMO_TIMEOUT_S = 600
+STOP_DEADLINE_S = 300  # a deadline for the failure message only
 # scripts/test sets it to 1 in the SQLite pass when its PostgreSQL pass follows.
 POSTGRES_PASS_FOLLOWS = "CLUSTERWATCH_TESTS_POSTGRES_PASS_FOLLOWS"
 
@@ -286,7 +287,13 @@ def served_from_the_wheel(installed_elsewhere: Path) -> Served:
                                 f"{demo_run.communicate()[1][-3000:]}", pytrace=False)
                 out += line
             demo_run.send_signal(signal.SIGINT)
-            rest, err = demo_run.communicate(timeout=120)
+            try:  # its servers stop within about a minute (their SIGKILL timeouts)
+                rest, err = demo_run.communicate(timeout=STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                demo_run.kill()
+                rest, err = demo_run.communicate()
+                pytest.fail(f"the installed demo did not stop within {STOP_DEADLINE_S} s of "
+                            f"Ctrl-C:\n{rest[-2000:]}{err[-3000:]}", pytrace=False)
         finally:
             watchdog.cancel()
             if demo_run.poll() is None:
