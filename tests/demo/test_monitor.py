@@ -247,7 +247,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served_from_the_wheel(installed_elsewhere: Path) -> Served:
+def served_from_the_wheel(request: pytest.FixtureRequest) -> Served:
     """The installed `clusterwatch monitor demo`, serving until Ctrl-C as a user runs it,
     then SIGINT: once per run of scripts/test (in its PostgreSQL pass, against a fresh
     database there, through the psycopg the extra installed; on SQLite where no such pass
@@ -256,6 +256,8 @@ def served_from_the_wheel(installed_elsewhere: Path) -> Served:
             and not os.environ.get("CLUSTERWATCH_DATABASE_URL", "").startswith("postgres")):
         pytest.skip("the wheel's demo runs once, in the PostgreSQL pass that follows")
     _need_mariadb()
+    # Asked for only now: a pass that skips the proof builds and installs no wheel.
+    installed_elsewhere: Path = request.getfixturevalue("installed_elsewhere")
     elsewhere = installed_elsewhere.parent.parent / "run"  # beside the environment
     elsewhere.mkdir()
     env = _outside_env()

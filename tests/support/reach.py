@@ -55,6 +55,12 @@ def _reached_from(start: Any, depth: int = _DEPTH) -> frozenset[str]:
                 value = namespace.get(name)
                 if value is not None and _followed(value):
                     queue.append((value, level + 1))
+                elif inspect.ismodule(value) and value.__name__.startswith(_FOLLOWED):
+                    # `module.function(...)`: the attribute's name is among the code's names.
+                    for attribute in found:
+                        member = getattr(value, attribute, None)
+                        if member is not None and _followed(member):
+                            queue.append((member, level + 1))
     return frozenset(names)
 
 
