@@ -273,6 +273,7 @@ def served_from_the_wheel(request: pytest.FixtureRequest) -> Served:
         if not url.startswith("sqlite"):  # the PostgreSQL pass; elsewhere the demo's default
             command += ["--database-url", url]  # no password in it: that stays in a file
             env.update(database)
+        env["PYTHONFAULTHANDLER"] = "1"  # a demo that hangs says where, on SIGABRT
         demo_run = subprocess.Popen(command, cwd=elsewhere, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         # A deadline for a failure message only: a demo that never serves is killed, and
@@ -292,8 +293,12 @@ def served_from_the_wheel(request: pytest.FixtureRequest) -> Served:
             try:  # its servers stop within about a minute (their SIGKILL timeouts)
                 rest, err = demo_run.communicate(timeout=STOP_DEADLINE_S)
             except subprocess.TimeoutExpired:
-                demo_run.kill()
-                rest, err = demo_run.communicate()
+                demo_run.send_signal(signal.SIGABRT)  # faulthandler prints where it waits
+                try:
+                    rest, err = demo_run.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    demo_run.kill()
+                    rest, err = demo_run.communicate()
                 pytest.fail(f"the installed demo did not stop within {STOP_DEADLINE_S} s of "
                             f"Ctrl-C:\n{rest[-2000:]}{err[-3000:]}", pytrace=False)
         finally:
