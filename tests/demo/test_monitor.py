@@ -275,7 +275,8 @@ def served_from_the_wheel(request: pytest.FixtureRequest) -> Served:
             env.update(database)
         env["PYTHONFAULTHANDLER"] = "1"  # a demo that hangs says where, on SIGABRT
         demo_run = subprocess.Popen(command, cwd=elsewhere, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                    preexec_fn=_sigint_as_in_a_terminal)
         # A deadline for a failure message only: a demo that never serves is killed, and
         # the readline below then sees the end of its output.
         watchdog = threading.Timer(DEMO_TIMEOUT_S, demo_run.kill)
@@ -307,6 +308,12 @@ def served_from_the_wheel(request: pytest.FixtureRequest) -> Served:
                 demo_run.kill()
                 demo_run.wait()
     return Served(out, rest, err, demo_run.returncode, data_dir, url)
+
+
+def _sigint_as_in_a_terminal() -> None:
+    """Ctrl-C's disposition as a terminal's shell gives it: a pytest-xdist worker ignores
+    SIGINT, and a child inherits that (Python then installs no KeyboardInterrupt for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_it_runs_from_a_wheel_installed_outside_the_checkout(
