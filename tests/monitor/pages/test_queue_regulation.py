@@ -16,8 +16,7 @@ from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.queue_regulation import regulation_rows
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.reporter.record import load_schema
-from tests.monitor.pages.test_remote_panel import remote_record
-from tests.monitor.panda.remote_rows import EPIC, KEY, NOW
+from tests.monitor.panda.remote_rows import EPIC, KEY, NOW, remote_record
 from tests.monitor.records import QUEUE, example, fresh, store, with_database
 from tests.support.page_text import text_of
 

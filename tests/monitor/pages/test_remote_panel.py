@@ -3,7 +3,6 @@ stored through the ingest path, as the remote_harvester_report command stores it
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -15,19 +14,15 @@ from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.remote_panel import kinds_for_queue, worker_tally
 from clusterwatch.monitor.pages.stored import StoredRecord
-from clusterwatch.monitor.panda.remote_record import build_record
 from clusterwatch.monitor.panda.remote_report import store
 from clusterwatch.monitor.record.remote_sections import DialogKind
 from tests.monitor.panda.remote_rows import (
     EPIC,
     GPU,
-    HARVESTER,
     KEY,
     NOW,
     PUSH,
-    dialog,
-    perlmutter_config,
-    perlmutter_rows,
+    remote_record,
 )
 from tests.support.page_text import text_of
 
@@ -51,16 +46,6 @@ def test_it_treats_a_name_that_is_none_of_the_harvesters_queues_as_naming_none()
     stranger = kind("SOMEONE_ELSES_QUEUE")
     assert kinds_for_queue([stranger], EPIC, MINE) == (stranger,)
     assert kinds_for_queue([kind(GPU, "SOMEONE_ELSES_QUEUE")], EPIC, MINE) == ()
-
-
-def remote_record(**changes: Any) -> dict[str, Any]:
-    rows = perlmutter_rows()
-    assert isinstance(rows.dialogs, list)
-    rows = dataclasses.replace(rows, dialogs=[*rows.dialogs, dialog(
-        7, f"queue {GPU} has no GPU partition left", module="monitor", level="WARNING")])
-    record = build_record(HARVESTER, KEY, rows, perlmutter_config(), NOW)
-    record.update(changes)
-    return record
 
 
 def test_it_builds_the_same_remote_panel_from_the_slice_as_from_the_whole_record() -> None:

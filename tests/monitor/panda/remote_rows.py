@@ -8,13 +8,14 @@ kept against any new one while the row's last update is under 3 hours old.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.monitor.ingest.validation import checkers
-from clusterwatch.monitor.panda.remote_record import ServerRows
+from clusterwatch.monitor.panda.remote_record import ServerRows, build_record
 from clusterwatch.monitor.panda.server_rows import (
     DialogRow,
     InstanceRow,
@@ -171,3 +172,14 @@ def perlmutter_rows() -> Any:
         worker_stats=[stats(EPIC, "running", 12), stats(EPIC, "to_submit", 0),
                       stats(GPU, "running", 1), stats(GPU, "to_submit", 0)],
     )
+
+
+def remote_record(**changes: Any) -> dict[str, Any]:
+    """The record built from perlmutter_rows() with one more (monitor) dialog, and `changes`."""
+    rows = perlmutter_rows()
+    assert isinstance(rows.dialogs, list)
+    rows = dataclasses.replace(rows, dialogs=[*rows.dialogs, dialog(
+        7, f"queue {GPU} has no GPU partition left", module="monitor", level="WARNING")])
+    record = build_record(HARVESTER, KEY, rows, perlmutter_config(), NOW)
+    record.update(changes)
+    return record

@@ -19,15 +19,30 @@ import pytest
 from django.contrib.auth.models import User
 from django.http import HttpResponse
 from django.test import Client
+from django.urls import URLPattern, reverse
 from django.utils import timezone
 
 from clusterwatch.monitor.ingest import tokens as host_tokens
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.report import load_report
+from clusterwatch.monitor.usage.urls import urlpatterns
 from tests.monitor.usage.site import GiB, UsageSite
 
 OWNER, JOBID, ACCOUNT, JOB_NAME = "alice", "4242", "quarkphys", "hidden-name-q7"
+# What each path's arguments are in the matrix: alice's job, alice's list, a plot metric.
+ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu"}
+
+
+def pattern_names() -> list[str]:
+    """The names of the usage reports' URL patterns."""
+    return [p.name for p in urlpatterns if isinstance(p, URLPattern) and p.name]
+
+
+def path_of(name: str) -> str:
+    """The path of pattern `name` with the matrix's ARGUMENTS."""
+    pattern = next(p for p in urlpatterns if isinstance(p, URLPattern) and p.name == name)
+    return str(reverse(name, kwargs={key: ARGUMENTS[key] for key in pattern.pattern.converters}))
 MEMBER_JOBID = "5000"
 # Names that look like alice's: a Cyrillic a, and a fullwidth a.
 CYRILLIC, FULLWIDTH = "\u0430lice", "\uff41lice"

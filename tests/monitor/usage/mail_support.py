@@ -9,10 +9,12 @@ import subprocess
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
+from clusterwatch.monitor.usage.config import get_config
+from clusterwatch.monitor.usage.mail_delivery import Sender
 from clusterwatch.monitor.usage.mail_settings import MailSettings
 from tests.components import need_binary, unavailable
 from tests.monitor.usage.site import UsageSite
@@ -36,6 +38,11 @@ def started(server: SmtpServer) -> SmtpServer:
     except MissingComponent as missing:
         unavailable(missing)
     return server
+
+
+def sender(mail: Optional[MailSettings] = None, *, dry_run: bool = False) -> Sender:
+    """The usage reports' mail sender with these settings (default: mail_settings())."""
+    return Sender(mail or mail_settings(), get_config(), "", dry_run)
 
 
 def mail_settings(**changes: str) -> MailSettings:

@@ -18,10 +18,8 @@ from typing import Callable, Union
 import pytest
 from django.http import HttpResponse
 from django.test import Client
-from django.urls import URLPattern, reverse
 
 from clusterwatch.monitor.usage.report import load_report
-from clusterwatch.monitor.usage.urls import urlpatterns
 from tests.monitor.usage.access_support import (
     ASKERS,
     JOB_NAME,
@@ -31,6 +29,8 @@ from tests.monitor.usage.access_support import (
     World,
     add_hidden_job,
     build_world,
+    path_of,
+    pattern_names,
 )
 from tests.monitor.usage.site import UsageSite
 
@@ -38,8 +38,6 @@ pytestmark = pytest.mark.django_db
 
 SEES = "sees"  # 200 once the job exists, with its content
 Expected = Union[int, str]
-# What each path's arguments are in the matrix: alice's job, alice's list, a plot metric.
-ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu"}
 # The kind of each path of usage/urls.py: a path without one fails the matrix.
 KINDS = {
     "usage-index": "index", "usage-api-user": "api_user", "usage-api-job": "api_job",
@@ -100,15 +98,6 @@ SHOWS: Mapping[str, Callable[[HttpResponse], bool]] = {
     "page_user": _lists_job, "page_staff": _lists_job, "mail": _shows_job,
     "drawing": _drawing,
 }
-
-
-def pattern_names() -> list[str]:
-    return [p.name for p in urlpatterns if isinstance(p, URLPattern) and p.name]
-
-
-def path_of(name: str) -> str:
-    pattern = next(p for p in urlpatterns if isinstance(p, URLPattern) and p.name == name)
-    return str(reverse(name, kwargs={key: ARGUMENTS[key] for key in pattern.pattern.converters}))
 
 
 def test_it_has_a_row_for_every_usage_path_and_asker() -> None:

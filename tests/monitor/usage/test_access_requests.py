@@ -12,9 +12,15 @@ from django.test import Client
 
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.models import KeptSummary, UsageApiToken, UsageMail
-from tests.monitor.usage.access_support import JOBID, OWNER, add_hidden_job, header
+from tests.monitor.usage.access_support import (
+    JOBID,
+    OWNER,
+    add_hidden_job,
+    header,
+    path_of,
+    pattern_names,
+)
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_access import path_of, pattern_names
 
 pytestmark = pytest.mark.django_db
 REFUSED_METHODS = ("post", "put", "patch", "delete", "options")

@@ -11,16 +11,10 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.summary_json import USAGE_KEYS
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.site import GiB, UsageSite
 
 pytestmark = pytest.mark.django_db
-
-
-def client_of(name: str, *, staff: bool = False) -> Client:
-    user = User.objects.create_user(name, password="x-not-used", is_staff=staff)
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_it_reports_an_ended_job_from_accounting_and_prometheus(usage_site: UsageSite) -> None:

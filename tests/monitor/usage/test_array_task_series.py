@@ -19,9 +19,9 @@ from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.report import load_report
 from clusterwatch.monitor.usage.sacct import SacctAccounting
 from clusterwatch.monitor.usage.series import JobSeries
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.real_slurm import RealJobs, real_jobs
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_api import client_of
 
 pytestmark = pytest.mark.django_db
 

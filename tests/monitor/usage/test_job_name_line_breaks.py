@@ -20,11 +20,10 @@ from clusterwatch.monitor.usage.models import UsageMail
 from clusterwatch.monitor.usage.sacct import SacctAccounting
 from clusterwatch.monitor.usage.sacct_parse import find_job, parse_sacct
 from clusterwatch.monitor.usage.sources import accounting
-from tests.monitor.usage.mail_support import DOMAIN, MailSite
+from tests.monitor.usage.mail_support import DOMAIN, MailSite, sender
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.real_slurm import USER, real_jobs
 from tests.monitor.usage.sacct_support import line, step
-from tests.monitor.usage.test_api import client_of
-from tests.monitor.usage.test_mail_delivery import sender
 
 # What Python's str.splitlines() also takes for a line's end: none of them ends sacct's.
 BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",

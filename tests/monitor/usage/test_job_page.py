@@ -4,7 +4,6 @@ and failure a page of its own with its status, never a 500."""
 
 from __future__ import annotations
 
-import html
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -13,23 +12,11 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.models import KeptSummary
+from tests.monitor.usage.page_support import client_of, text_of, without_csrf
 from tests.monitor.usage.site import GiB, UsageSite
-from tests.monitor.usage.test_api import client_of
 
 pytestmark = pytest.mark.django_db
 MiB = 1024**2
-
-
-def text_of(answer: object) -> str:
-    """The page's visible text, tags dropped and spaces collapsed."""
-    content = answer.content.decode()  # type: ignore[attr-defined]
-    body = re.sub(r"<style\b.*?</style>", " ", content, flags=re.S)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
-
-
-def without_csrf(content: bytes) -> bytes:
-    """The page without the logout form's token, which changes on every answer."""
-    return re.sub(rb'name="csrfmiddlewaretoken" value="[^"]+"', b"", content)
 
 
 def measured_job(site: UsageSite, jobid: str = "4242", **job: object) -> None:

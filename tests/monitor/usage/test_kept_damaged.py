@@ -11,8 +11,8 @@ import pytest
 
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.summary_json import kept_document
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_api import client_of
 
 pytestmark = pytest.mark.django_db
 

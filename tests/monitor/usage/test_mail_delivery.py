@@ -5,26 +5,27 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from django.utils import timezone as django_timezone
 
 from clusterwatch.monitor.usage import mail_outbox
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.mail_delivery import Sender, deliver, deliver_due
+from clusterwatch.monitor.usage.mail_delivery import deliver, deliver_due
 from clusterwatch.monitor.usage.mail_poll import OVERLAP, poll
-from clusterwatch.monitor.usage.mail_settings import MailSettings
 from clusterwatch.monitor.usage.models import UsageMail
 from clusterwatch.monitor.usage.sources import accounting
-from tests.monitor.usage.mail_support import DOMAIN, MailSite, mail_settings, parts, pdf_text
+from tests.monitor.usage.mail_support import (
+    DOMAIN,
+    MailSite,
+    mail_settings,
+    parts,
+    pdf_text,
+    sender,
+)
 from tests.monitor.usage.site import GiB
 
 pytestmark = pytest.mark.django_db
-
-
-def sender(mail: Optional[MailSettings] = None, *, dry_run: bool = False) -> Sender:
-    return Sender(mail or mail_settings(), get_config(), "", dry_run)
 
 
 def ended_job(mail_site: MailSite, jobid: str = "4242", **options: object) -> None:

@@ -8,9 +8,8 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.report import load_report
+from tests.monitor.usage.page_support import client_of, without_csrf
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_api import client_of
-from tests.monitor.usage.test_job_page import without_csrf
 
 pytestmark = pytest.mark.django_db
 

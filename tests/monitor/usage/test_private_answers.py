@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_api import client_of
 
 pytestmark = pytest.mark.django_db
 

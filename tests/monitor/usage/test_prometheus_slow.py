@@ -17,9 +17,9 @@ from django.test import Client
 from clusterwatch.loopback.dripping_server import DrippingServer
 from clusterwatch.loopback.http_recorder import RecordedRequest, ScriptedResponse
 from clusterwatch.monitor.usage.config import get_config
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_api import client_of
 
 pytestmark = pytest.mark.django_db
 

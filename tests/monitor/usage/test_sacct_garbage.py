@@ -11,9 +11,9 @@ import pytest
 
 from clusterwatch.monitor.usage.accounting import AccountingFailed
 from clusterwatch.monitor.usage.sacct_parse import FIELDS, parse_sacct
+from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.sacct_support import line
 from tests.monitor.usage.site import UsageSite
-from tests.monitor.usage.test_api import client_of
 
 HUGE = "9" * 400
 UNREADABLE = [

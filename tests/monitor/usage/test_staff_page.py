@@ -12,10 +12,8 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.staff_rows import STAFF_ROWS
+from tests.monitor.usage.page_support import client_of, job_ids, text_of
 from tests.monitor.usage.site import GiB, UsageSite
-from tests.monitor.usage.test_api import client_of
-from tests.monitor.usage.test_job_page import text_of
-from tests.monitor.usage.test_user_page import job_ids
 
 pytestmark = pytest.mark.django_db
 

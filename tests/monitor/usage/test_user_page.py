@@ -11,18 +11,11 @@ import pytest
 from django.test import Client
 
 from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
+from tests.monitor.usage.page_support import client_of, job_ids, text_of, without_csrf
 from tests.monitor.usage.site import GiB, UsageSite
-from tests.monitor.usage.test_api import client_of
-from tests.monitor.usage.test_job_page import text_of, without_csrf
 
 pytestmark = pytest.mark.django_db
 DAY = timedelta(days=1)
-
-
-def job_ids(answer: object) -> list[str]:
-    """The job ids of the table's rows, top to bottom."""
-    content = answer.content.decode()  # type: ignore[attr-defined]
-    return re.findall(r'<tr><td class="nowrap"><a href="/usage/jobs/([^/]+)/">', content)
 
 
 def three_jobs(site: UsageSite) -> datetime:
