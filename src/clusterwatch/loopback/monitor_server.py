@@ -192,7 +192,7 @@ def private_database(data_dir: Path, template: Optional[Mapping[str, str]] = Non
         path = Path(data_dir).absolute() / "monitor.sqlite3"
         if template is not None:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            source = _sqlite_path(template)
+            source = _template_name(template, "sqlite3", "SQLite")
             for suffix in ("", "-wal"):  # a WAL not checkpointed yet holds part of it
                 if suffix == "" or Path(source + suffix).exists():
                     shutil.copyfile(source + suffix, str(path) + suffix)
@@ -205,7 +205,9 @@ def private_database(data_dir: Path, template: Optional[Mapping[str, str]] = Non
                 + (f"?{query}" if query else "")}
     if password_file:
         settings["CLUSTERWATCH_DATABASE_PASSWORD_FILE"] = password_file
-    copied = "" if template is None else f' TEMPLATE "{_postgres_name(template)}"'
+    copied = ""
+    if template is not None:
+        copied = f' TEMPLATE "{_template_name(template, "postgresql", "PostgreSQL")}"'
     _admin_sql(url, password_file, f'CREATE DATABASE "{name}"{copied}')
     try:
         yield settings
@@ -224,22 +226,13 @@ def migrated_database(data_dir: Path) -> Iterator[dict[str, str]]:
         yield settings
 
 
-def _sqlite_path(settings: Mapping[str, str]) -> str:
+def _template_name(settings: Mapping[str, str], engine: str, kind: str) -> str:
+    """The NAME (a SQLite file, a PostgreSQL database) of a template of the `engine` wanted."""
     from clusterwatch.monitor.database_url import parse
 
     entry: dict[str, Any] = parse(settings["CLUSTERWATCH_DATABASE_URL"])
-    if not entry["ENGINE"].endswith("sqlite3"):
-        raise ValueError("a SQLite database is copied from a SQLite template, not "
-                         f"{entry['ENGINE']}")
-    return str(entry["NAME"])
-
-
-def _postgres_name(settings: Mapping[str, str]) -> str:
-    from clusterwatch.monitor.database_url import parse
-
-    entry: dict[str, Any] = parse(settings["CLUSTERWATCH_DATABASE_URL"])
-    if not entry["ENGINE"].endswith("postgresql"):
-        raise ValueError("a PostgreSQL database is copied from a PostgreSQL template, not "
+    if not entry["ENGINE"].endswith(engine):
+        raise ValueError(f"a {kind} database is copied from a {kind} template, not "
                          f"{entry['ENGINE']}")
     return str(entry["NAME"])
 
