@@ -33,13 +33,15 @@ PROCESS_NAMES = frozenset({"subprocess", "multiprocessing", "Popen", "fork", "ex
                            "need_binary", "require_binary", "unavailable"})
 
 _running: Optional[pytest.Item] = None
+# What each item reaches, read once by mark() for every later use (tests/support/workers.py).
+REACHED = pytest.StashKey[frozenset[str]]()
 
 
 def mark(items: list[pytest.Item]) -> None:
     """Adds the tier markers to the collected items."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        names = names_reached(code_of(item))
+        names = item.stash[REACHED] = names_reached(code_of(item))
         if (fixtures & DATABASE_FIXTURES or item.get_closest_marker("django_db")
                 or PRIVATE_DATABASE in names):
             item.add_marker(MONITOR_DB)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.reach import names_reached
-from tests.support.tiers import code_of
+from tests.support.tiers import REACHED
 
 SERIAL = "serial"
 SLURM = "slurm"
@@ -29,7 +28,7 @@ def group_by_module(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
     slurm_modules = {_module(item) for item in items
-                     if "SlurmCluster" in names_reached(code_of(item))}
+                     if "SlurmCluster" in item.stash[REACHED]}
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             module = _module(item)
