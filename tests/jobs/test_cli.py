@@ -6,8 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from clusterwatch import cli
 from clusterwatch.jobs.serve import parse_listen
-from clusterwatch.loopback.services import free_port
+from tests.jobs.exporter_process import served
 from tests.jobs.fake_tree import ALICE, Tree, user_name, v1_slurm_job, v2_job
 
 ROOT = Path(__file__).resolve().parents[2]
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def fixture_jobs(tree: Tree) -> None:
@@ -51,59 +49,22 @@ def test_it_prints_one_collection_that_parses(
     assert families["jobs_exporter_jobs"].samples[0].value == 2
 
 
-def test_it_serves_metrics_until_sigterm(tree: Tree) -> None:
+def test_it_serves_metrics_until_sigterm(
+        tree: Tree, need_binary: Callable[[str], str], tmp_path: Path) -> None:
     fixture_jobs(tree)
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "clusterwatch", "-v", "jobs", "serve", "--listen",
-         f"127.0.0.1:{port}", "--cgroup-root", str(tree.cgroup), "--proc-root", str(tree.proc)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        body = ""
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with _OPENER.open(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
-                    body = response.read().decode()
-                break
-            except OSError:
-                assert process.poll() is None, process.communicate()
-                time.sleep(0.1)
-        families = {f.name: f for f in text_string_to_metric_families(body)}
+    with served(tree, need_binary, tmp_path) as exporter:  # then SIGTERM: must exit 0
+        status, _headers, body = exporter.request()
+        assert status == 200, exporter.log()
+        families = {f.name: f for f in text_string_to_metric_families(body.decode())}
         assert {s.labels["jobid"] for s in families["jobs_processes"].samples} == {"42", "43"}
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=10)
-        assert process.returncode == 0, stderr
-        assert "SIGTERM received" in stderr
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    assert "SIGTERM received" in exporter.log()
 
 
-def test_it_exits_0_on_sigint_too(tree: Tree) -> None:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "clusterwatch", "jobs", "serve", "--listen", f"127.0.0.1:{port}",
-         "--cgroup-root", str(tree.cgroup), "--proc-root", str(tree.proc)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                _OPENER.open(f"http://127.0.0.1:{port}/metrics", timeout=2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=10)
-        assert process.returncode == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+def test_it_exits_0_on_sigint_too(
+        tree: Tree, need_binary: Callable[[str], str], tmp_path: Path) -> None:
+    with served(tree, need_binary, tmp_path) as exporter:
+        exporter.process.send_signal(signal.SIGINT)
+        assert exporter.process.wait(timeout=10) == 0, exporter.log()
 
 
 def test_it_fails_with_exit_1_when_the_port_is_taken(tree: Tree) -> None:
