@@ -28,6 +28,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ __all__ = ["BASE", "GROUPS", "PEOPLE", "SERVICE_DN", "DirectoryUser", "Slapd", "
            "slapd_server"]
 
 STARTUP_TIMEOUT = 20.0
+PAUSE_TIMEOUT = 30.0  # for every thread to stop after SIGSTOP: a deadline, not a wait
 STOP_TIMEOUT = 10.0
 _SEARCH = (os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/usr/libexec/openldap")
 _APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
@@ -90,15 +92,34 @@ class Slapd:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """slapd stopped (SIGSTOP) for the block: connections are accepted, never answered."""
+        """slapd stopped (SIGSTOP) for the block: connections are accepted, never answered.
+        The block begins once every thread has stopped: kill() returns before that, and on a
+        loaded machine a thread that had not yet seen the signal could still answer."""
         self.process.send_signal(signal.SIGSTOP)
         try:
+            _await_stopped(self.process.pid, PAUSE_TIMEOUT)
             yield
         finally:
             self.process.send_signal(signal.SIGCONT)
 
     def log_tail(self, lines: int = 40) -> str:
         return log_tail(self.log_path, lines)
+
+
+def _await_stopped(pid: int, timeout: float) -> None:
+    """Until every thread of `pid` is in the stopped state (`T` in /proc/PID/task/TID/stat)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = set()
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            with contextlib.suppress(OSError):  # a thread that has just ended
+                states.add(stat.read_text(encoding="ascii").rpartition(")")[2].split()[0])
+        if states == {"T"}:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"slapd {pid} did not stop within {timeout:.0f} s of SIGSTOP "
+                               f"(thread states {sorted(states)})")
+        time.sleep(0.01)
 
 
 def find_binary(name: str) -> str:
