@@ -63,6 +63,8 @@ def test_it_serves_metrics_until_sigterm(
 def test_it_exits_0_on_sigint_too(
         tree: Tree, need_binary: Callable[[str], str], tmp_path: Path) -> None:
     with served(tree, need_binary, tmp_path) as exporter:
+        # An answer first: serve installs its signal handlers after it listens.
+        assert exporter.request()[0] == 200, exporter.log()
         exporter.process.send_signal(signal.SIGINT)
         assert exporter.process.wait(timeout=10) == 0, exporter.log()
 
