@@ -30,7 +30,7 @@ from tests.monitor.usage.render_support import (
     span_series,
 )
 from tests.monitor.usage.usage_support import HOUR, GiB, MiB, good_series, one, record
-from tests.test_architecture import import_graph
+from tests.support.import_graph import import_graph
 
 ROOT = Path(__file__).resolve().parents[3]
 
