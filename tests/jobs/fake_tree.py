@@ -83,11 +83,7 @@ class Tree:
         (base / "status").write_text(
             f"Name:\t{comm}\nState:\tS (sleeping)\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
         if io is not None:
-            read_bytes, write_bytes, syscr, syscw = io
-            (base / "io").write_text(
-                f"rchar: {read_bytes * 2}\nwchar: {write_bytes * 2}\nsyscr: {syscr}\n"
-                f"syscw: {syscw}\nread_bytes: {read_bytes}\nwrite_bytes: {write_bytes}\n"
-                "cancelled_write_bytes: 0\n")
+            self.io(pid, io)
         for number, target in enumerate(fds):
             os.symlink(target, base / "fd" / str(number))
         os.symlink(cwd, base / "cwd")
@@ -95,6 +91,14 @@ class Tree:
         (base / "environ").write_bytes(
             b"".join(f"{key}={value}".encode() + b"\0" for key, value in env.items()))
         return base
+
+    def io(self, pid: int, io: tuple[int, int, int, int]) -> None:
+        """/proc/<pid>/io with (read_bytes, write_bytes, syscr, syscw), written anew."""
+        read_bytes, write_bytes, syscr, syscw = io
+        (self.proc / str(pid) / "io").write_text(
+            f"rchar: {read_bytes * 2}\nwchar: {write_bytes * 2}\nsyscr: {syscr}\n"
+            f"syscw: {syscw}\nread_bytes: {read_bytes}\nwrite_bytes: {write_bytes}\n"
+            "cancelled_write_bytes: 0\n")
 
 
 def v1_slurm_job(
