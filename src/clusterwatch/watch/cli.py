@@ -163,7 +163,9 @@ def _status(args: argparse.Namespace) -> int:
     from clusterwatch.watch.status import print_status
 
     config = _config(args)
-    watch_state = state.load(config.state_dir, repair=False)
+    # The channels' names let an original script's file show its lines queued for them.
+    watch_state = state.load(config.state_dir, repair=False,
+                             channel_names=[channel.name for channel in config.channels])
     print_status(watch_state, sys.stdout, as_json=args.json)
     return EXIT_OK
 

@@ -27,6 +27,7 @@ from clusterwatch.notify.outbox import Outbox
 from clusterwatch.regular_file import NotRegularFile, read_regular
 from clusterwatch.watch.decisions import TargetRecord
 from clusterwatch.watch.state_codec import Decoded, decode
+from clusterwatch.watch.state_original import decode_original, is_original
 from clusterwatch.watch.state_salvage import salvage
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,8 @@ def locked(state_dir: Path, timeout: float = 50.0) -> Iterator[None]:
 def load(state_dir: Path, repair: bool = True, channel_names: Sequence[str] = ()) -> WatchState:
     """Read the state; an absent file is an empty state.
 
-    A damaged file (not JSON, bad values, not a regular file) keeps what still reads (see
+    A file of the original pool-watch script is read as that (state_original). A damaged
+    file (not JSON, bad values, not a regular file) keeps what still reads (see
     state_codec and state_salvage). With `repair` (the poll and redeliver, under the lock),
     leftovers of a killed save are removed and a damaged file is moved aside, said loudly
     and recorded in `last_poll["state_damage"]`; `channel_names`, the configured channels,
@@ -120,6 +122,13 @@ def load(state_dir: Path, repair: bool = True, channel_names: Sequence[str] = ()
             return WatchState()
         decoded, reason = _decode(raw, channel_names)
     watch_state = WatchState(decoded.records, decoded.outbox, decoded.last_poll)
+    if decoded.original and repair:
+        # Not damage: the original script's file, read whole or in part; the caller's
+        # next save writes it in this format.
+        log.warning("%s was written by the original pool-watch script: read its %d "
+                    "target(s) and %d undelivered line(s); the next save writes it in this "
+                    "program's format", path, len(decoded.records),
+                    len(decoded.outbox.events))
     if reason is None and not decoded.problems:
         return watch_state
     problems = ([reason] if reason else []) + decoded.problems
@@ -150,6 +159,9 @@ def _decode(raw: bytes, channel_names: Sequence[str]) -> tuple[Decoded, Optional
     if not isinstance(data, dict):
         reason = reason or "not a JSON object"
         data = salvage(raw)
+    if is_original(data, salvaged=reason is not None):
+        return decode_original(data, channel_names, time.time(),
+                               salvaged=reason is not None), reason
     # A salvage that lost the version reads as this version; a clean file must say it.
     version = data.get("version", FORMAT_VERSION if reason else None)
     if version != FORMAT_VERSION:

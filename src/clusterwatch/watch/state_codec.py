@@ -36,6 +36,7 @@ class Decoded:
     outbox: Outbox = field(default_factory=Outbox)
     last_poll: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what was dropped or reset, and why
+    original: bool = False  # read from the original pool-watch script's format
 
 
 def decode(data: dict[str, Any], channel_names: Sequence[str] = (),
@@ -91,14 +92,14 @@ def records_from_rows(rows: Any, problems: list[str]) -> dict[str, TargetRecord]
 
 def _record(target: str, row: Any, problems: list[str]) -> TargetRecord:
     if not isinstance(row, list) or len(row) not in (4, 7):
-        problems.append(f"{target}: record {_quote(row)} is not a row of 4 or 7: reset")
+        problems.append(f"{target}: record {quote(row)} is not a row of 4 or 7: reset")
         return TargetRecord()
     incident = _incident(row[4:]) if len(row) == 7 else None
     if len(row) == 7 and incident is None:
-        problems.append(f"{target}: incident {_quote(row[4:])} unreadable: dropped")
+        problems.append(f"{target}: incident {quote(row[4:])} unreadable: dropped")
     windows = row[:4]
     if not _times(windows):
-        problems.append(f"{target}: pending windows {_quote(windows)} unreadable: reset")
+        problems.append(f"{target}: pending windows {quote(windows)} unreadable: reset")
         windows = [None] * 4
     return TargetRecord(windows[0], windows[1], windows[2], windows[3], incident)
 
@@ -161,7 +162,7 @@ def _outbox(data: Any, decoded: Decoded, channel_names: Sequence[str],
                                                     "queued messages", problems)}
     next_seq = data.get("next_seq")
     if not _is_count(next_seq) or (events and next_seq <= max(events)):
-        problems.append(f"the next message number {_quote(next_seq)} is unreadable")
+        problems.append(f"the next message number {quote(next_seq)} is unreadable")
         next_seq = max(events, default=0) + 1
     outbox = Outbox(events=[events[seq] for seq in sorted(events)], next_seq=next_seq)
     raw_channels = data.get("channels")
@@ -171,7 +172,7 @@ def _outbox(data: Any, decoded: Decoded, channel_names: Sequence[str],
     for name, item in raw_channels.items():
         channel = _channel(item, problems, name)
         if channel is None:
-            problems.append(f"channel {name}: queue position {_quote(item)} unreadable")
+            problems.append(f"channel {name}: queue position {quote(item)} unreadable")
         else:
             outbox.channels[name] = channel
     history = data.get("history", [])
@@ -182,11 +183,11 @@ def _outbox(data: Any, decoded: Decoded, channel_names: Sequence[str],
                        if seq.isdigit() and isinstance(name, str)
                        } if isinstance(only_for, dict) else {}
     if salvaged or len(problems) > before:
-        _resend(outbox, decoded.records, channel_names)
+        resend_after_loss(outbox, decoded.records, channel_names)
     return outbox
 
 
-def _resend(outbox: Outbox, records: dict[str, TargetRecord],
+def resend_after_loss(outbox: Outbox, records: dict[str, TargetRecord],
             channel_names: Sequence[str]) -> None:
     """After a loss in the outbox: channels without a readable position start before the
     oldest kept event, and each open incident without a queued event is announced again."""
@@ -226,7 +227,7 @@ def _last_poll(data: Any, problems: list[str]) -> dict[str, Any]:
         if value is None or (type(value) in kinds and (kinds != _NUMBER or is_time(value))):
             kept[key] = value
         else:
-            problems.append(f"last poll's {key} {_quote(value)} unreadable")
+            problems.append(f"last poll's {key} {quote(value)} unreadable")
     damage = kept.get("state_damage")
     if damage is not None:
         copy = damage.get("copy")
@@ -237,7 +238,7 @@ def _last_poll(data: Any, problems: list[str]) -> dict[str, Any]:
     return {key: value for key, value in kept.items() if key in data}
 
 
-def _quote(value: Any) -> str:
+def quote(value: Any) -> str:
     """A short quote of a value from the file, for the log (the state holds no secret)."""
     text = repr(value) if not isinstance(value, (dict, list)) else _shape(value)
     return text if len(text) <= 120 else text[:117] + "..."

@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
-TOP_SECTIONS = ("version", "targets", "outbox", "last_poll")
+# With the original script's sections (state_original), so its file is salvaged as well.
+TOP_SECTIONS = ("version", "targets", "outbox", "last_poll", "pending", "retry_after")
 OUTBOX_SECTIONS = ("next_seq", "events", "channels", "history", "only_for")
 
 _DECODER = json.JSONDecoder()
