@@ -35,6 +35,12 @@ def test_it_reads_dates_as_whole_utc_days_with_until_included() -> None:
         MIDNIGHT + timedelta(days=1)
 
 
+def test_it_clamps_an_until_past_today_to_today() -> None:
+    """No job starts after today; the day after 9999-12-31 is past what a datetime holds."""
+    for far in ("2026-12-01", "9999-12-31"):
+        assert user_query({"until": [far]}, NOW).until == MIDNIGHT + timedelta(days=1)
+
+
 def test_it_gives_each_column_its_first_order_and_keeps_an_asked_one() -> None:
     assert user_query({"sort": ["cpu_efficiency"]}, NOW).order == "asc"
     assert user_query({"sort": ["memory_peak"]}, NOW).order == "desc"
@@ -57,6 +63,11 @@ def test_it_keeps_each_state_once_and_drops_the_empty_any_state() -> None:
     ({"since": ["2026-11-30"]}, "since is in the future"),
     ({"since": ["2026-11-10"], "until": ["2026-11-09"]}, "until must not be before since"),
     ({"until": ["x" * 500]}, "until must be a date like 2026-11-29, not 'xxxxxxxx"),
+    ({"until": ["2026-02-30"]}, "until must be a date like 2026-11-29, not '2026-02-30'"),
+    ({"since": ["2026-13-01"]}, "since must be a date like 2026-11-29"),
+    ({"since": ["2026-W48-1"]}, "since must be a date like 2026-11-29"),  # a week date
+    ({"until": ["20261129"]}, "until must be a date like 2026-11-29"),
+    ({"until": ["\uff12\uff10\uff12\uff16-11-29"]}, "until must be a date like 2026-11-29"),
     ({"state": ["running"]}, "not a job state: 'running'"),
     ({"state": ["A" * 33]}, "not a job state"),
     ({"sort": ["__class__"]}, "sort must be one of jobid, name"),

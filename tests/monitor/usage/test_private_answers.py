@@ -12,7 +12,7 @@ from tests.monitor.usage.site import UsageSite
 
 pytestmark = pytest.mark.django_db
 
-PATHS = ("/api/v1/jobs/4242/usage", "/api/v1/users/alice", "/pdf/4242", "/pie/4242/",
+PATHS = ("/", "/api/v1/jobs/4242/usage", "/api/v1/users/alice", "/pdf/4242", "/pie/4242/",
          "/plot/4242/cpu", "/mail/4242", "/usage/jobs/4242/", "/usage/users/alice/",
          "/usage/staff/")
 

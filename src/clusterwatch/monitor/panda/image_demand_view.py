@@ -22,8 +22,10 @@ from clusterwatch.monitor.panda.panda_db import _failure
 from clusterwatch.monitor.panda.panda_settings import panda_database
 from clusterwatch.monitor.usage.access import asker
 from clusterwatch.monitor.usage.answers import LOGIN_NEEDED, json_error
+from clusterwatch.monitor.usage.list_params import reads_dates
 
 
+@reads_dates()
 @require_safe
 def osg_image_demand(request: HttpRequest) -> JsonResponse:
     if asker(request) is None:

@@ -18,19 +18,21 @@ from clusterwatch.monitor.usage.answers import (
     fetch_report,
     json_view,
 )
-from clusterwatch.monitor.usage.list_params import BadParameter, days_back
+from clusterwatch.monitor.usage.list_params import BadParameter, days_back, reads_dates
 from clusterwatch.monitor.usage.user_jobs import user_jobs
 
 USERNAME_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")
 DEFAULT_DAYS = 30
 
 
+@reads_dates()
 @json_view
 def job_usage(request: HttpRequest, jobid: str) -> Any:
     """GET /api/v1/jobs/<jobid>/usage: the same document as `clusterwatch monitor job_usage`."""
     return fetch_report(request, jobid, with_series=False).document
 
 
+@reads_dates("days")
 @json_view
 def user_usage(request: HttpRequest, username: str) -> Any:
     """GET /api/v1/users/<username>[?days=N]: the user's jobs with their summaries."""

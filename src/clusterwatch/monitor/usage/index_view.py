@@ -10,16 +10,21 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.models import LatestReport
+from clusterwatch.monitor.usage.answers import kept_private
 from clusterwatch.monitor.usage.config import usage_enabled
+from clusterwatch.monitor.usage.list_params import reads_dates
 from clusterwatch.monitor.usage.models import KeptSummary
 
 
+@reads_dates()
 @require_safe
 def index(request: HttpRequest) -> HttpResponse:
-    """The usage reports' index; the hosts page when they are off."""
+    """The usage reports' index; the hosts page when they are off. Kept by no cache, as
+    every usage answer: it links the asker's latest job, and the login redirect (to a
+    personal `next`) is no one else's either."""
     if not usage_enabled():
-        return redirect("monitor-hosts")
-    return _index(request)
+        return kept_private(redirect("monitor-hosts"))
+    return kept_private(_index(request))
 
 
 @login_required

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 from clusterwatch.monitor.usage.job_rows import BY_KEY, DEFAULT_ORDER, DEFAULT_SORT
 from clusterwatch.monitor.usage.rules import CODES
@@ -21,8 +21,25 @@ STAFF_SORTS = ("cpu_efficiency", "memory_efficiency")
 _STATE = re.compile(r"[A-Z_]{1,32}")
 _PAGE = re.compile(r"[0-9]{1,6}")
 _DAYS = re.compile(r"[0-9]{1,3}")
+# ASCII digits only ([0-9] in a str pattern is ASCII): the form's date input sends this
+# shape; date.fromisoformat would also read 20261129 and week dates (2026-W01-1).
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+DATE_PARAMETERS = "date_parameters"  # the attribute reads_dates sets on a view
 
 Params = Mapping[str, Sequence[str]]
+View = TypeVar("View", bound=Callable[..., object])
+
+
+def reads_dates(*names: str) -> Callable[[View], View]:
+    """Declares the query parameters of a view that name a day or a span of days (none for
+    most): the test that fuzzes every usage and PanDA endpoint's dates reads them from the
+    URLconf, so a new endpoint or parameter is fuzzed without being listed there."""
+
+    def declare(view: View) -> View:
+        setattr(view, DATE_PARAMETERS, names)
+        return view
+
+    return declare
 
 
 class BadParameter(ValueError):
@@ -54,7 +71,10 @@ def user_query(params: Params, now: datetime) -> UserQuery:
     if since_text or until_text:
         since = _day(since_text, "since") if since_text else _day_of(now) - timedelta(
             days=USER_DAYS)
-        until = _day(until_text, "until") + timedelta(days=1) if until_text else None
+        # No job starts after today, so a later day means today: clamped, the day after it
+        # stays within what a datetime holds (9999-12-31 has none).
+        until = (min(_day(until_text, "until"), _day_of(now)) + timedelta(days=1)
+                 if until_text else None)
         if since < now - timedelta(days=MAX_DAYS):
             raise BadParameter(f"since must be within the last {MAX_DAYS} days")
         if since > now:
@@ -111,8 +131,11 @@ def days_back(params: Params, default: int) -> int:
 
 
 def _day(text: str, name: str) -> datetime:
+    match = _DATE.fullmatch(text)
     try:
-        day = date.fromisoformat(text)
+        if match is None:
+            raise ValueError(text)
+        day = date(*(int(part) for part in match.groups()))  # month 13, 2026-02-30: refused
     except ValueError:
         raise BadParameter(f"{name} must be a date like 2026-11-29, not {text[:40]!r}") from None
     return datetime.combine(day, time(), tzinfo=timezone.utc)

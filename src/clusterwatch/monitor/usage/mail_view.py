@@ -16,6 +16,7 @@ from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.usage.answers import Refusal, fetch_report, kept_private
 from clusterwatch.monitor.usage.config import usage_enabled
+from clusterwatch.monitor.usage.list_params import reads_dates
 from clusterwatch.monitor.usage.mail_message import attachment_name, compose
 from clusterwatch.monitor.usage.mail_recipient import greeting_name
 from clusterwatch.monitor.usage.mail_settings import settings_of
@@ -25,6 +26,7 @@ TEMPLATE = "usage/mail.html"
 HINTS = {**JOB_HINTS, 403: "Log in at /accounts/login/ to read the emails of your jobs."}
 
 
+@reads_dates()
 @require_safe
 def mail_page(request: HttpRequest, jobid: str) -> HttpResponse:
     return kept_private(_mail_page(request, jobid))  # one person's report, as the API's

@@ -33,7 +33,13 @@ from clusterwatch.monitor.usage.api_views import USERNAME_RE
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
 from clusterwatch.monitor.usage.job_view import job_view
-from clusterwatch.monitor.usage.list_params import BadParameter, Params, staff_query, user_query
+from clusterwatch.monitor.usage.list_params import (
+    BadParameter,
+    Params,
+    reads_dates,
+    staff_query,
+    user_query,
+)
 from clusterwatch.monitor.usage.row_markup import user_rows
 from clusterwatch.monitor.usage.rules import CODES
 from clusterwatch.monitor.usage.staff_rows import STAFF_ROWS, least_efficient
@@ -96,6 +102,7 @@ def problem(request: HttpRequest, refusal: Refusal, next_step: str) -> HttpRespo
     }, status=refusal.status)
 
 
+@reads_dates()
 @usage_page(JOB_HINTS)
 def job_page(request: HttpRequest, jobid: str) -> HttpResponse:
     """/usage/jobs/<jobid>/: what the job asked for and used, the advice and the plots."""
@@ -103,6 +110,7 @@ def job_page(request: HttpRequest, jobid: str) -> HttpResponse:
     return render(request, "usage/job.html", {"job": job_view(report)})
 
 
+@reads_dates("since", "until", "days")
 @usage_page(LIST_HINTS)
 def user_page(request: HttpRequest, username: str) -> HttpResponse:
     """/usage/users/<username>/?days=N|since=&until=&state=&sort=&order=&page=."""
@@ -119,6 +127,7 @@ def user_page(request: HttpRequest, username: str) -> HttpResponse:
     return render(request, "usage/user.html", {"view": view, "rows": user_rows(view.rows)})
 
 
+@reads_dates("days")
 @usage_page(LIST_HINTS)
 def staff_page(request: HttpRequest) -> HttpResponse:
     """/usage/staff/?days=N&sort=cpu_efficiency|memory_efficiency&warning=CODE (staff only)."""

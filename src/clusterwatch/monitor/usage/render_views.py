@@ -19,6 +19,7 @@ from django.views.decorators.http import require_safe
 from clusterwatch.monitor.usage import rendered
 from clusterwatch.monitor.usage.answers import Refusal, fetch_report, kept_private
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
+from clusterwatch.monitor.usage.list_params import reads_dates
 from clusterwatch.monitor.usage.plot_metrics import UnknownMetric, series_keys
 from clusterwatch.monitor.usage.render_cache import RenderCache
 
@@ -43,6 +44,7 @@ def drawing(body: View) -> View:
     return cast(View, require_safe(view))
 
 
+@reads_dates()
 @drawing
 def pdf(request: HttpRequest, jobid: str) -> HttpResponse:
     report = fetch_report(request, jobid, with_series=True)
@@ -52,12 +54,14 @@ def pdf(request: HttpRequest, jobid: str) -> HttpResponse:
     return answer
 
 
+@reads_dates()
 @drawing
 def pie(request: HttpRequest, jobid: str) -> HttpResponse:
     report = fetch_report(request, jobid, with_series=False)
     return HttpResponse(rendered.pie_png(_cache(), report.document), content_type="image/png")
 
 
+@reads_dates()
 @drawing
 def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
     try:
