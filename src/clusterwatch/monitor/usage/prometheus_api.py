@@ -28,11 +28,22 @@ Point = tuple[float, float]
 
 
 class PrometheusError(Exception):
-    """No usable answer. `kind`: down, timeout, unavailable, refused, garbage."""
+    """No usable answer. `kind`: down, timeout, unavailable (no answer, or a gateway's 5xx);
+    refused, garbage, too_large (Prometheus answered, but not with data we can use)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+    @property
+    def headline(self) -> str:
+        """What happened in a few words, for a page or a log: whether Prometheus answered."""
+        if self.kind in _ANSWERED:
+            return f"Prometheus answered, but not usably ({self.kind})"
+        return f"Prometheus is unavailable ({self.kind})"
+
+
+_ANSWERED = frozenset({"refused", "garbage", "too_large"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,10 @@ def _ask(base_url: str, path: str, params: Mapping[str, str], timeout_s: float,
         if exc.kind == "timeout":
             raise PrometheusError("timeout", f"Prometheus gave no answer within {timeout_s:g} s"
                                   ) from None
+        if exc.kind == "too_large":  # it answered: the answer was what could not be kept
+            raise PrometheusError("too_large", f"Prometheus' answer is over "
+                                  f"{_size(MAX_ANSWER_BYTES)}, more than one query may bring: "
+                                  "too many series to read") from None
         raise PrometheusError("down", f"Prometheus cannot be reached ({exc.kind})") from None
     document = _json(answer.body)
     if answer.status != 200 or document.get("status") != "success":
@@ -80,6 +95,10 @@ def _ask(base_url: str, path: str, params: Mapping[str, str], timeout_s: float,
         kind = "unavailable" if answer.status in (502, 503, 504) else "refused"
         raise PrometheusError(kind, f"Prometheus answered HTTP {answer.status}{detail}")
     return document.get("data")
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count:,} bytes"
 
 
 def _json(body: bytes) -> dict[str, Any]:

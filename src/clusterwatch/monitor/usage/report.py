@@ -133,8 +133,7 @@ def _live_report(job: JobRecord, config: UsageConfig, now: datetime,
                            scrape_interval_s=config.scrape_interval_s,
                            timeout_s=config.prometheus_timeout_s)
         except PrometheusError as exc:
-            raise MetricsUnavailable(exc.kind, f"Prometheus is unavailable ({exc.kind}): "
-                                               f"{exc}") from None
+            raise MetricsUnavailable(exc.kind, f"{exc.headline}: {exc}") from None
         if series.samples == 0 and not any(series.series.values()):
             series = None  # nothing at all: "not measured", never a job that used nothing
     summary = analyse(job, series, config.thresholds)
@@ -182,8 +181,8 @@ def _series_of_kept(document: Mapping[str, Any], config: UsageConfig,
                        scrape_interval_s=config.scrape_interval_s,
                        timeout_s=config.prometheus_timeout_s, keys=keys)
     except PrometheusError as exc:
-        return None, (f"Prometheus is unavailable ({exc.kind}), so the plots cannot be drawn "
-                      "now; the figures were kept when the job ended.")
+        return None, (f"{exc.headline}, so the plots cannot be drawn now; the figures were "
+                      "kept when the job ended.")
     if series.samples == 0 and not any(series.series.values()):
         return None, SERIES_GONE
     return series, None
