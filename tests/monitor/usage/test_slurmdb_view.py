@@ -11,6 +11,7 @@ import pymysql
 import pytest
 
 from clusterwatch.loopback.services import free_port
+from clusterwatch.monitor.usage.slurmdb_admin import native_password_hash
 from clusterwatch.monitor.usage.slurmdb_view import COLUMN_NAMES, create_view_sql
 from tests.monitor.usage.real_slurm import USER, RealJobs, real_jobs
 from tests.monitor.usage.slurmdb_support import (
@@ -106,6 +107,49 @@ def test_it_creates_a_view_the_new_user_can_read_and_nothing_else(
         grants = [grant for (grant,) in rows(reader, "SHOW GRANTS")]
         assert len(grants) == 2 and "GRANT USAGE ON *.*" in grants[0]
         assert "GRANT SELECT ON `clusterwatch_usage`.`jobs`" in grants[1]
+
+
+def test_the_password_reaches_no_query_log_only_its_hash(
+    jobs: RealJobs, tmp_path: Path
+) -> None:
+    """SHOW PROCESSLIST and the general and slow query logs show each statement as sent:
+    the new user's password must never be in one, on creating the user or on resetting it."""
+    db = jobs.cluster.accounting.database
+    db.sql("TRUNCATE mysql.general_log; TRUNCATE mysql.slow_log; SET GLOBAL log_output = "
+           "'TABLE'; SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = 1; "
+           "SET GLOBAL general_log = 1;")
+    target = tmp_path / "pw"
+    passwords = []
+    try:
+        for _ in range(2):  # CREATE USER, then ALTER USER
+            run = create_view(jobs, tmp_path, "--view-user", "cw_logged", "--password-file",
+                              str(target))
+            assert run.returncode == 0, run.stderr
+            passwords.append(password_of(target))
+    finally:
+        db.sql("SET GLOBAL general_log = 0; SET GLOBAL slow_query_log = 0; "
+               "SET GLOBAL long_query_time = 10;")
+    logged = db.sql("SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log; "
+                    "SELECT CONVERT(sql_text USING utf8mb4) FROM mysql.slow_log;")
+    db.sql("TRUNCATE mysql.general_log; TRUNCATE mysql.slow_log;")
+    user_statements = [line for line in logged.splitlines() if "cw_logged" in line
+                       and "IDENTIFIED" in line]
+    assert len(user_statements) >= 4, len(user_statements)  # both runs, in both logs
+    # Which run's password leaked, never the password itself (test output is a log too).
+    leaked = [run for run, password in enumerate(passwords) if password in logged]
+    assert not leaked, f"the password of run {leaked} is in a query log"
+    assert native_password_hash(passwords[0]) in logged
+    assert native_password_hash(passwords[1]) in logged
+    stored = db.sql("SELECT authentication_string FROM mysql.user WHERE User = 'cw_logged' "
+                    "AND Host = 'localhost';").split()
+    assert stored[-1] == native_password_hash(passwords[1])
+    with login(jobs, "cw_logged", passwords[1]) as reader:
+        assert rows(reader, "SELECT COUNT(*) FROM clusterwatch_usage.jobs")[0][0] >= 9
+
+
+def test_the_hash_is_mysql_native_passwords() -> None:
+    # The documented value for the password "password" (MySQL's PASSWORD() function).
+    assert native_password_hash("password") == "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"
 
 
 def test_a_second_run_replaces_the_view_and_resets_the_password(

@@ -5,6 +5,7 @@ idempotent): the view is replaced, the user's password reset, its grants set ane
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,13 +61,36 @@ def create_view(connection: Any, request: ViewRequest, password: str) -> ViewRes
         cursor.execute("SELECT COUNT(*) FROM mysql.user WHERE User = %s AND Host = %s",
                        (user, host))
         existed = bool(cursor.fetchone()[0])
-        # PyMySQL fills in %s on the client, quoted: user, host and password are literals.
+        # PyMySQL fills in %s on the client, quoted: user, host and hash are literals. The
+        # server is sent the password's hash, never the password: a statement is visible
+        # in SHOW PROCESSLIST (to any account with PROCESS) and in the general and slow
+        # query logs, and the hash is what mysql.user keeps anyway.
         verb = "ALTER USER" if existed else "CREATE USER"
-        cursor.execute(f"{verb} %s@%s IDENTIFIED BY %s", (user, host, password))
+        cursor.execute(f"{verb} %s@%s {_hashed_clause(connection)}",
+                       (user, host, native_password_hash(password)))
         # Whatever the user could do before (an earlier grant by hand) is taken away.
         cursor.execute("REVOKE ALL PRIVILEGES, GRANT OPTION FROM %s@%s", (user, host))
         cursor.execute(f"GRANT SELECT ON `{request.schema}`.`{VIEW}` TO %s@%s", (user, host))
     return ViewResult(user_existed=existed)
+
+
+def native_password_hash(password: str) -> str:
+    """The hash mysql_native_password stores: '*' and the upper-case hex of
+    SHA1(SHA1(password)). Computed here so that the password itself never reaches the
+    server."""
+    inner = hashlib.sha1(password.encode("utf-8")).digest()  # noqa: S324 (the plugin's hash)
+    return "*" + hashlib.sha1(inner).hexdigest().upper()  # noqa: S324
+
+
+def _hashed_clause(connection: Any) -> str:
+    """How this server takes a stored hash: MariaDB (Slurm's usual database) has
+    IDENTIFIED BY PASSWORD; MySQL 5.7 and 8.0 name the plugin. A MySQL without
+    mysql_native_password (8.4 by default, 9) refuses the statement with its own error; the
+    command never falls back to sending the password."""
+    version = str(getattr(connection, "get_server_info", lambda: "")())
+    if "mariadb" in version.lower() or not version:
+        return "IDENTIFIED BY PASSWORD %s"
+    return "IDENTIFIED WITH mysql_native_password AS %s"
 
 
 def _check_tables(cursor: Any, request: ViewRequest) -> None:
