@@ -16,6 +16,7 @@ from clusterwatch.monitor.usage.figures_text import figure_lines, moment_text, w
 from clusterwatch.monitor.usage.plot_metrics import METRICS, measured_metrics
 from clusterwatch.monitor.usage.plots import DPI, PIE_SIZE_IN, PLOT_SIZE_IN
 from clusterwatch.monitor.usage.report import SERIES_NOT_MEASURED, UsageReport
+from clusterwatch.monitor.usage.shown_text import shown
 from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.monitor.usage.summary_rows import NOT_MEASURED, SummaryRow, summary_rows
 
@@ -78,8 +79,10 @@ def job_view(report: UsageReport) -> JobView:
     plots = _plots(report)
     limit = d["time_limit_s"]
     return JobView(
-        jobid=jobid, name=d.get("name", ""), user=d["user"], account=d["account"],
-        partition=d["partition"], state=d["state"], running=d["running"],
+        # Names as every report shows them (shown_text): one line, no bidi controls, capped.
+        jobid=jobid, name=shown(d.get("name", "")), user=shown(d["user"]),
+        account=shown(d["account"]), partition=shown(d["partition"]), state=shown(d["state"]),
+        running=d["running"],
         start=moment_text(d["start"], "not started"),
         end=moment_text(d["end"], "still running" if d["running"] else "not known"),
         elapsed=duration_text(d["elapsed_s"]) + (" so far" if d["running"] else ""),

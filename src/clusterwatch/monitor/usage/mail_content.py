@@ -10,19 +10,19 @@ so no name can add a header or a line that looks like ours.
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, cast
 
 from clusterwatch.monitor.humanize import duration_text
 from clusterwatch.monitor.usage.figures_text import figure_lines, moment_text, warning_title
+from clusterwatch.monitor.usage.shown_text import one_line
 from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.monitor.usage.summary_rows import SummaryRow, summary_rows
 
 NAME_LIMIT = 60  # characters of a job name in the subject and the text
-_SPACES = re.compile(r"\s+")
+# one_line (shown_text) makes user-written text (a job name, a first name) safe for a header
+# or a line of text; the pages and the PDF show names through the same function.
 
 
 @dataclass(frozen=True)
@@ -42,16 +42,6 @@ class MailContent:
 def links(base_url: str, jobid: str) -> MailLinks:
     base = base_url.rstrip("/")
     return MailLinks(job_page=f"{base}/usage/jobs/{jobid}/", pdf=f"{base}/pdf/{jobid}")
-
-
-def one_line(text: str, limit: int) -> str:
-    """User-written text (a job name, a first name) made safe for a header or a line of
-    text: control and format characters (newlines, bidi overrides) gone, spaces collapsed,
-    at most `limit` characters."""
-    kept = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
-                   for c in text)
-    kept = _SPACES.sub(" ", kept).strip()
-    return kept if len(kept) <= limit else kept[:limit - 1].rstrip() + "…"
 
 
 def job_name(document: UsageDocument) -> str:

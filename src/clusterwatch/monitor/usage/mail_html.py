@@ -9,7 +9,8 @@ from __future__ import annotations
 from html import escape
 
 from clusterwatch.monitor.usage.figures_text import figure_lines, warning_title
-from clusterwatch.monitor.usage.mail_content import links, one_line, opening, subject_of
+from clusterwatch.monitor.usage.mail_content import links, opening, subject_of
+from clusterwatch.monitor.usage.shown_text import one_line
 from clusterwatch.monitor.usage.summary_json import UsageDocument, WarningDocument
 from clusterwatch.monitor.usage.summary_rows import summary_rows
 

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from clusterwatch.monitor.usage.mail_content import one_line
 from clusterwatch.monitor.usage.mail_settings import MailSettings
+from clusterwatch.monitor.usage.shown_text import one_line
 
 
 def recipient_for(user: str, mail: MailSettings, slurm_address: str = "") -> Optional[str]:

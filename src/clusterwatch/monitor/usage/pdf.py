@@ -37,6 +37,7 @@ from reportlab.platypus.flowables import Flowable
 from clusterwatch.monitor.usage.figures_text import figure_lines, moment_text, warning_title
 from clusterwatch.monitor.usage.plots import measured_figures, pie_figure, unplotted
 from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.shown_text import shown
 from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.monitor.usage.summary_rows import memory_sentence, summary_rows
 
@@ -70,7 +71,7 @@ def render_pdf(document: UsageDocument, series: Optional[JobSeries],
 
 def _story(document: UsageDocument, series: Optional[JobSeries],
            series_note: Optional[str]) -> list[Flowable]:
-    name = document["name"]
+    name = shown(document["name"])  # capped: a 100,000-character name took 9 s to lay out
     heading = f"Job {document['jobid']}" + (f": {name}" if name else "")
     story: list[Flowable] = [Paragraph(_text(heading), _STYLES["Title"]),
                              Paragraph(_text(_who(document)), _STYLES["BodyText"]),
@@ -155,12 +156,12 @@ class _Picture(Flowable):
 
 
 def _who(document: UsageDocument) -> str:
-    return (f"user {document['user']}, account {document['account']}, "
-            f"partition {document['partition']}")
+    return (f"user {shown(document['user'])}, account {shown(document['account'])}, "
+            f"partition {shown(document['partition'])}")
 
 
 def _when(document: UsageDocument) -> str:
-    state = document["state"] + (" (still running)" if document["running"] else "")
+    state = shown(document["state"]) + (" (still running)" if document["running"] else "")
     start = moment_text(document["start"], "not started")
     end = moment_text(document["end"], "not ended")
     return f"State {state}; from {start} to {end}; {document['nodes']} node(s)."

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from django.utils.safestring import SafeString
 
 from clusterwatch.monitor.usage.job_rows import JobRow
+from clusterwatch.monitor.usage.shown_text import shown
 
 # A job the rules have not judged here (no kept summary with the exporter's figures): its
 # page judges it, or says why it cannot (too few scrapes, series gone).
@@ -28,7 +29,7 @@ def user_rows(rows: Sequence[JobRow]) -> SafeString:
 
 def _row(row: JobRow) -> str:
     jobid = escape(row.jobid)
-    state = escape(row.state)
+    state = escape(shown(row.state))
     if row.running:
         state = f'<span class="badge ok">{state}</span>'
     cells = "".join(f'<td class="num nowrap">{escape(cell)}</td>' for cell in row.cells)
@@ -39,6 +40,6 @@ def _row(row: JobRow) -> str:
     elif not badges:
         badges = NONE
     return (f'<tr><td class="nowrap"><a href="/usage/jobs/{quote(row.jobid, safe="_+")}/">'
-            f"{jobid}</a></td><td>{escape(row.name)}</td>"
+            f"{jobid}</a></td><td>{escape(shown(row.name))}</td>"
             f"<td>{state}</td>"
             f'<td class="nowrap">{escape(row.start)}</td>{cells}<td>{badges}</td></tr>')
