@@ -33,3 +33,30 @@ def run_app(app: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
     return subprocess.run([str(app), *args], capture_output=True, text=True, check=False,
                           timeout=60, env=environ, stdin=subprocess.DEVNULL)
+
+
+def run_app_on_host(app: Path, hostname: str, home: Path,
+                    *args: str) -> subprocess.CompletedProcess[str]:
+    """The zipapp run as cron runs it on the host `hostname` whose home is `home`: in a UTS
+    namespace of its own (`unshare --uts --map-root-user`), so the reporter's
+    `socket.gethostname()` is that host's, with nothing in the reporter replaced."""
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "unshare missing: check host_namespaces() first"
+    environ = {"PATH": os.environ["PATH"], "HOME": str(home)}
+    return subprocess.run(
+        [unshare, "--uts", "--map-root-user", "sh", "-c", 'hostname "$1" && shift && exec "$@"',
+         "sh", hostname, str(app), *args],
+        capture_output=True, text=True, check=False, timeout=60, env=environ,
+        stdin=subprocess.DEVNULL)
+
+
+def host_namespaces() -> str | None:
+    """Why a test cannot give a run a hostname of its own (None when it can)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "unshare (util-linux) is not installed: apt-get install util-linux"
+    probe = subprocess.run([unshare, "--uts", "--map-root-user", "hostname", "probe"],
+                           capture_output=True, text=True, check=False, timeout=30)
+    if probe.returncode != 0:
+        return f"no user and UTS namespaces here ({probe.stderr.strip()})"
+    return None

@@ -13,8 +13,8 @@ database) with `mysql_client` (the mysql client: option file, READ ONLY session,
 and `harvester_regulation` (worker starts, the job-demand cache, the limit in force), `host`
 (processes, log freshness, disk volumes), `record` (assembly, schema) with `storable` (text
 every database stores), `state` and `state_repair` (the state file, and what a damaged one
-still gives), `commit` (the record and its log positions as one step), `delivery` (the pass
-over the backlog) with `buffer` (records waiting on disk) and `delivery_counts` (what was lost,
+still gives), `state_dir` (which directory a key uses on a shared home), `commit` (the
+record and its log positions as one step), `delivery` (the pass over the backlog) with `buffer` (records waiting on disk) and `delivery_counts` (what was lost,
 until a record reports it), `answer_policy` (what each HTTP answer means) and `https_post` (the
 transport: one post under one deadline), `envfile`, and `queue_config` (the harvester's queue
 configuration as it sees it, with `queue_config_file` and `queue_limits`; the monitor imports

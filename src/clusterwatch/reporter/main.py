@@ -62,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="environment file with the monitor URL and token, mode 600 "
                              "(default: %(default)s)")
     parser.add_argument("--state", metavar="DIR",
-                        help="state and buffer directory (default: ~/.swf-harvester-reporter/ "
-                             "for the default key, ~/.swf-harvester-reporter-KEY/ otherwise)")
+                        help="state and buffer directory (default: ~/.swf-harvester-"
+                             "reporter-KEY/, or ~/.swf-harvester-reporter/ for the one key "
+                             "that owns it; see docs/reporter.md)")
     parser.add_argument("--log-dir", metavar="DIR", default=DEFAULT_LOG_DIR,
                         help="harvester log directory (default: %(default)s)")
     parser.add_argument("--harvester-cfg", metavar="FILE", default=DEFAULT_HARVESTER_CFG,
@@ -101,11 +102,11 @@ def short_hostname() -> str:
     return socket.gethostname().split(".")[0]
 
 
-def default_state_dir(key: str) -> str:
-    home = os.path.expanduser("~")
-    if key == short_hostname():
-        return os.path.join(home, ".swf-harvester-reporter")
-    return os.path.join(home, ".swf-harvester-reporter-{}".format(key))
+def default_state_dir(key: str, log_dir: str, claim: bool = True) -> str:
+    """The key's own directory on a home other hosts may share (see state_dir)."""
+    from clusterwatch.reporter import state_dir
+
+    return state_dir.choose(os.path.expanduser("~"), key, log_dir, claim)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -125,7 +126,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("harvester-reporter: --interval-s must be 1 to {}\n".format(
             MAX_INTERVAL_S))
         return EXIT_USAGE
-    state_dir = os.path.expanduser(args.state or default_state_dir(key))
+    try:
+        state_dir = os.path.expanduser(args.state) if args.state else default_state_dir(
+            key, args.log_dir, claim=not args.print_only)
+    except OSError as exc:
+        sys.stderr.write("harvester-reporter: cannot choose the state directory: {}\n".format(
+            exc))
+        return EXIT_BUFFERED
     sources = record_module.Sources(
         log_dir=args.log_dir, harvester_cfg=args.harvester_cfg,
         queue_config=args.queue_config, volumes=volumes, mysql=args.mysql,
