@@ -9,6 +9,8 @@ An original file that is partly wrong is salvaged as a damaged file of this form
 from __future__ import annotations
 
 import json
+import resource
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 
 from .original_state import line, original_state, target, write_original
-from .program import run_watch
+from .program import child_env, console_script, pool_args, run_watch
 from .support import Pool
 
 W1, W2 = "worker1.example.org", "worker2.example.org"
@@ -211,3 +213,69 @@ def test_it_salvages_an_original_file_that_is_partly_wrong(pool: Pool, damage: D
     opened = {item["target"]: item["incident"] for item in status(pool)["open_incidents"]}
     assert opened[f"node:{W2}"] == incident_of(sent[0])  # kept, not alerted again
     assert f"gpu:{G1}" in opened
+
+
+def test_it_sends_a_line_the_original_queued_twice_once(pool: Pool) -> None:
+    # An alert fires once per incident: the same line twice in `pending` (an admin's merge,
+    # the original's own retry) is one event, not two alerts and an orphan recovery.
+    now = float(int(time.time()))
+    pool.set_machines([W1, W2])
+    pool.set_gpu_mtimes({G1: now - 20, G2: now - 20}, now)
+    alert = line(now - 600, "ALERT", f"node:{W2}", "missing")
+    recovery = line(now - 300, "RECOVER", f"node:{W2}", "present")
+    write_original(
+        pool.state_dir,
+        original_state({f"node:{W2}": target(now - 60)}, [alert, alert, recovery, recovery]),
+    )
+
+    for _ in range(2):
+        done = run_watch(pool)
+        assert done.returncode == 0 and done.stdout == "", done.stderr
+    sent = delivered(pool)
+    assert [text.partition(" incident ")[0] for text in sent] == [alert, recovery]
+    assert incident_of(sent[0]) == incident_of(sent[1])
+
+
+def _without_room_to_save() -> None:
+    """A disk that has no room for the new state file: any write past 300 bytes fails with
+    EFBIG (Python ignores SIGXFSZ), while every read succeeds."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+
+
+def test_a_failed_save_after_a_partly_wrong_original_loses_nothing(pool: Pool) -> None:
+    # The damaged file is moved aside, then what was kept is saved: a save that fails (a
+    # full disk, or a SIGKILL in between) must leave the state where the next poll reads it.
+    now = float(int(time.time()))
+    pool.set_machines([W1])
+    pool.set_gpu_mtimes({G1: now - 20, G2: now - 20}, now)
+    alert = line(now - 600, "ALERT", f"node:{W2}", "missing")
+    write_original(
+        pool.state_dir,
+        original_state(
+            {
+                f"node:{W2}": target(now - 60, bad=now - 1500, alerted=True),
+                f"node:{W1}": target(now - 60, bad="yesterday"),
+            },
+            [alert],
+        ),
+    )
+
+    full = subprocess.run(
+        [str(console_script()), "watch", *pool_args(pool)],
+        env=child_env(pool.root),
+        preexec_fn=_without_room_to_save,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert full.returncode == 1 and "cannot save" in full.stderr, full.stderr
+    assert "Traceback" not in full.stderr and pool.slack.requests == []
+
+    done = run_watch(pool)
+    assert done.returncode == 1 and done.stdout == "", done.stderr  # damaged, read again
+    assert run_watch(pool).returncode == 0
+    sent = delivered(pool)
+    assert [text.partition(" incident ")[0] for text in sent] == [alert]  # once, not lost
+    opened = {item["target"] for item in status(pool)["open_incidents"]}
+    assert opened == {f"node:{W2}"}

@@ -169,8 +169,21 @@ def _decode(raw: bytes, channel_names: Sequence[str]) -> tuple[Decoded, Optional
     return decode(data, channel_names, salvaged=reason is not None), reason
 
 
+def _linked(path: Path, aside: Path) -> bool:
+    """Give the file a second name, `aside`: unlike a rename, the file stays where the next
+    poll reads it until the caller's save replaces it, so a save that fails (a full disk)
+    or a kill before it loses nothing. False where the filesystem has no hard links."""
+    try:
+        os.link(path, aside)
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+            return False
+        raise
+    return True
+
+
 def _move_aside(path: Path) -> Path:
-    """Rename the damaged file for the operator (it may hold more than could be read)."""
+    """Keep the damaged file for the operator (it may hold more than could be read)."""
     stamp = int(time.time())
     for attempt in itertools.count():
         aside = path.with_name(f"{STATE_FILE}.corrupt-{stamp}" + (f".{attempt}" if attempt
@@ -178,7 +191,9 @@ def _move_aside(path: Path) -> Path:
         if not os.path.lexists(aside):
             break
     try:
-        os.replace(path, aside)
+        if not (stat.S_ISREG(os.lstat(path).st_mode) and _linked(path, aside)):
+            # A FIFO or a directory holds no state, and a save cannot replace a directory.
+            os.replace(path, aside)
     except OSError as exc:
         raise StateError(f"cannot move the damaged {path} aside: {exc.strerror}") from None
     return aside

@@ -73,7 +73,13 @@ def decode_original(
     lines_lost = salvaged or len(problems) > before
     outbox = Outbox()
     open_alerts: dict[str, tuple[str, float, str]] = {}  # target: (id, opened, status)
+    seen: set[tuple[float, str, str, str]] = set()
     for t, action, target, status, given_id in lines:
+        # The same line twice is one transition (an alert fires once per incident): sending
+        # it again would repeat the alert, or announce a recovery of no incident.
+        if (t, action, target, status) in seen:
+            continue
+        seen.add((t, action, target, status))
         if action == ALERT:
             event_id = given_id or incident_id(target, t, digest_bytes=WATCH_ID_BYTES)
             open_alerts[target] = (event_id, t, status)
