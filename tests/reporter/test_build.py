@@ -4,6 +4,7 @@ a program, its exit status is the documented contract (0, 1, 2, 64), as for
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,13 @@ def test_it_exits_like_python_dash_m(tmp_path: Path, zipapp: Path) -> None:
     as_module = subprocess.run([sys.executable, "-m", "clusterwatch.reporter", *host.args()],
                                capture_output=True, text=True, check=False, timeout=60)
     assert (as_module.returncode, run_app(zipapp, *host.args()).returncode) == (2, 2)
+
+
+def test_it_calls_itself_the_version_whose_volumes_its_record_carries(
+        tmp_path: Path, zipapp: Path) -> None:
+    """1.8: health.volumes with each filesystem's device, aliases counted once (issue 19)."""
+    done = run_app(zipapp, *Host(tmp_path).args("--print", "--volumes", "/,/"))
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["reporter_version"] == "1.8.0"
+    assert set(record["health"]["volumes"]["/"]) >= {"device", "avail_bytes", "used_percent"}

@@ -379,3 +379,17 @@ def test_it_counts_a_line_naming_two_classes_once_with_the_first() -> None:
     section = failed_calls_section([text.encode()])
     assert (section["failed"], section["by_call_and_class"]) == (
         1, {"/api/v1/pilot/acquire_jobs ConnectionError": 1})
+
+
+def test_its_docstring_cites_files_of_this_repository() -> None:
+    """The formats it names are in the repository (it cited a file outside it, issue 19)."""
+    import re as re_module
+    from pathlib import Path
+
+    from clusterwatch.reporter import harvester_log
+
+    root = Path(__file__).resolve().parents[2]
+    doc = harvester_log.__doc__ or ""
+    cited = re_module.findall(r"(?:src|tests|docs)/[\w./]+[\w/]", doc)
+    assert cited and all((root / path).exists() for path in cited), cited
+    assert "shared/" not in doc

@@ -17,7 +17,7 @@ import pytest
 from clusterwatch.loopback.harvester_files import HARVESTER_LOGS
 from clusterwatch.reporter import main as reporter_main
 from clusterwatch.reporter.build import build
-from tests.support.harvester_db import NOW, USER, write_cfg
+from tests.support.harvester_db import DIAG, NOW, USER, write_cfg
 from tests.support.harvester_host import Host
 from tests.support.tls import MonitorServer
 
@@ -164,10 +164,21 @@ def test_it_reports_the_harvester_database_in_a_valid_record(
     db = record["harvester_db"]
     assert db["launch_limits"]["BNL_PROD"]["maxWorkers"] == 1000
     assert db["workers_now"]["BNL"]["running"] == 4
-    not_finished = db["workers_not_finished"]["BNL"]
-    assert not_finished["workers"] >= 3
-    sources = {group["source"] for group in not_finished["reasons"].values()}
-    assert sources <= {"harvester_diag", "none", "condor_event_log"} and sources
+    # Workers 13-16 and 18 (24 h back, exclusive); 17 finished with no exit code, 19 ended
+    # exactly 24 h ago, 21 after now. No queue configuration: each reason is the diagnostic.
+    not_finished = db["workers_not_finished"]
+    assert set(not_finished) == {"BNL"} and not_finished["BNL"]["workers"] == 5
+    grouped = {reason: (group["count"], group["source"], [ex["worker"] for ex in group["examples"]])
+               for reason, group in not_finished["BNL"]["reasons"].items()}
+    assert grouped == {
+        "Payload execution error: returned non-zero 2": (1, "harvester_diag", [13]),
+        "Condor HoldReason: held": (1, "harvester_diag", [14]),
+        DIAG: (1, "harvester_diag", [15]),
+        "no reason found": (1, "none", [16]),
+        "old": (1, "harvester_diag", [18]),
+    }
+    assert db["workers_not_finished_read"] == {
+        "window_s": 86400, "workers": 5, "limit": 2000, "limit_reached": False}
     assert "queue_config_error" in db  # no panda_queueconfig.json here: said, not fatal
 
 

@@ -150,11 +150,12 @@ def seeded_server(base: Path) -> Iterator[MariaDB]:
 
 
 def write_cfg(tmp_path: Path, port: str = "${CW_TEST_DB_PORT}", password: str = CFG_PASSWORD,
-              schema: str = SCHEMA, host: str = "127.0.0.1") -> str:
+              schema: str = SCHEMA, host: str = "127.0.0.1",
+              user: str = "$CW_TEST_DB_USER") -> str:
     path = tmp_path / "panda_harvester.cfg"
     path.write_text(
         "[db]\nverbose = False\nuseInspect = False\nnConnections = 10\nengine = mariadb\n"
-        f"useMySQLdb = False\nuser = $CW_TEST_DB_USER\npassword = {password}\n"
+        f"useMySQLdb = False\nuser = {user}\npassword = {password}\n"
         f"schema = {schema}\nhost = {host}\nport = \t{port}\nreconnectTimeout = 300\n"
     )
     return str(path)

@@ -14,8 +14,9 @@ and `harvester_regulation` (worker starts, the job-demand cache, the limit in fo
 (processes, log freshness, disk volumes), `record` (assembly, schema) with `storable` (text
 every database stores), `state` and `state_repair` (the state file, and what a damaged one
 still gives), `state_dir` (which directory a key uses on a shared home), `commit` (the
-record and its log positions as one step), `delivery` (the pass over the backlog) with `buffer` (records waiting on disk) and `delivery_counts` (what was lost,
-until a record reports it), `answer_policy` (what each HTTP answer means) and `https_post` (the
+record and its log positions as one step), `delivery` (the pass over the backlog) with
+`buffer` (records waiting on disk) and `delivery_counts` (what was lost, until a record
+reports it), `answer_policy` (what each HTTP answer means) and `https_post` (the
 transport: one post under one deadline), `envfile`, and `queue_config` (the harvester's queue
 configuration as it sees it, with `queue_config_file` and `queue_limits`; the monitor imports
 it too) with `queue_status` (the record's queue_status section, which the monitor's remote
@@ -25,9 +26,10 @@ queue's pilot dispatch read from its submit template), and `admission` with
 refusals, cancellations and errors, with evidence).
 """
 
-# 1.7: the telemetry of host-reporter.md "Telemetry 1.3-1.7" (regulation, admission, queue
-# status, pilot dispatch, image policy); 1.0 was the record before it.
-REPORTER_VERSION = "1.7.0"
+# 1.8: the record's disk volumes as 1.8 gave them (health.volumes: filesystem identity,
+# aliases of one filesystem counted once), with the telemetry of 1.3-1.7 (regulation,
+# admission, queue status, pilot dispatch, image policy); 1.0 was the record before them.
+REPORTER_VERSION = "1.8.0"
 SCHEMA_VERSION = 1
 
 

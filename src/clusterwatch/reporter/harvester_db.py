@@ -11,7 +11,7 @@ import calendar
 import socket
 import statistics
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from clusterwatch.reporter import harvester_regulation as regulation
 from clusterwatch.reporter.harvester_cfg import HarvesterConfigError, read_db_settings
@@ -123,7 +123,8 @@ def _queries(now: float, since: float, fqdn: str) -> List[Query]:
           ("nativeExitCode", "int"), ("nativeStatus", "text"), ("submitTime", "time"),
           ("startTime", "time"), ("endTime", "time")],
          f"FROM work_table WHERE {day} AND {not_finished}"
-         f" ORDER BY endTime DESC, workerID DESC LIMIT {CANDIDATE_LIMIT}"),
+         # One row past the limit says whether more did not finish than are read.
+         f" ORDER BY endTime DESC, workerID DESC LIMIT {CANDIDATE_LIMIT + 1}"),
         ("service_metrics",
          [("creationTime", "time"), ("metrics", "json")],
          f"FROM sm_table WHERE hostName = {sql_text(fqdn)} ORDER BY creationTime DESC LIMIT 1"),
@@ -206,6 +207,21 @@ def _candidates(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         row["batchLog"] = batch_log if isinstance(batch_log, str) else None
         found.append(row)
     return found
+
+
+def capped_candidates(candidates: List[Dict[str, Any]]
+                      ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    """The newest CANDIDATE_LIMIT candidates (rows come newest first), and the part saying how
+    many were read and whether more did not finish (`workers_not_finished_read`): past the
+    limit the grouped counts are short, and a page must say so."""
+    kept = candidates[:CANDIDATE_LIMIT]
+    return kept, not_finished_read(len(kept), len(candidates) > len(kept))
+
+
+def not_finished_read(workers: int, limit_reached: bool) -> Dict[str, Any]:
+    """The `workers_not_finished_read` part; the monitor's remote builder makes it too."""
+    return {"window_s": CANDIDATE_WINDOW_S, "workers": workers, "limit": CANDIDATE_LIMIT,
+            "limit_reached": limit_reached}
 
 
 def _service_metrics(rows: List[Dict[str, Any]], fqdn: str) -> Dict[str, Any]:

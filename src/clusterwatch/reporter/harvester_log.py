@@ -3,7 +3,10 @@ calls to the PanDA server did in the interval.
 
 Each takes the chunks of bytes appended to one log since the previous run (complete lines,
 the tailer's guarantee) and returns plain JSON data. Formats and their variants across
-harvester versions: shared/reference/harvester-formats.md, section 2. Log times are UTC.
+harvester versions: the comments beside each pattern below, and real-format excerpts in this
+repository, src/clusterwatch/loopback/harvester_files/logs/ (`new`: the current harvester,
+`old`: the 2020 generation, `info`: a fetcher logging at INFO), which
+tests/reporter/test_harvester_log.py parses. Log times are UTC.
 """
 
 import re

@@ -178,6 +178,8 @@ def _harvester_db(sources: Sources, now: float, since: float, reasons_cache: Dic
         return section, reasons_cache
     if config_error is not None:
         section["queue_config_error"] = config_error
+    candidates, section["workers_not_finished_read"] = harvester_db.capped_candidates(
+        candidates)
     reasons, new_cache = condor_events.reasons_for_workers(candidates, submitters,
                                                            reasons_cache)
     section["workers_not_finished"] = group_not_finished(candidates, reasons)

@@ -236,3 +236,25 @@ def test_it_links_every_page_from_the_navigation_bar(operator: Client, target: s
     html = operator.get("/hosts/").content.decode()
     nav = html[html.index("<nav"):html.index("</nav>")]
     assert f'href="{target}"' in nav
+
+
+def test_it_says_when_the_not_finished_counts_are_short(operator: Client) -> None:
+    """Past the reporter's limit (the newest 2,000 of 24 hours, issue 19 item 4) every count
+    is short: the page says so, and never calls a queue without reasons clean."""
+    record = fresh(with_database(example()))
+    record["harvester_db"]["workers_not_finished_read"] = {
+        "window_s": 86400, "workers": 2000, "limit": 2000, "limit_reached": True}
+    store(record)
+    text = text_of(operator.get(f"/queues/{QUEUE}/"))
+    assert ("More workers of this harvester did not finish in the last 24 h than the 2,000 "
+            "(the newest, all queues together) its reporter reads: every count here is short"
+            in text)
+    assert "2 workers." in text  # the counts still shown
+    record["harvester_db"]["workers_not_finished"] = {}
+    store(as_key(record, "pandaharvester02"))
+    other = text_of(operator.get(f"/queues/{QUEUE}/"))
+    assert other.count("every count here is short") == 2
+    assert "finished cleanly" not in other
+    record["harvester_db"]["workers_not_finished_read"]["limit_reached"] = False
+    store(as_key(record, "pandaharvester03"))
+    assert "finished cleanly" in text_of(operator.get(f"/queues/{QUEUE}/"))

@@ -12,6 +12,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from clusterwatch.monitor import registry
+from clusterwatch.monitor.panda.remote_report import store as remote_store
+from tests.monitor.panda.remote_rows import EPIC, GPU, remote_record
+from tests.monitor.panda.remote_rows import KEY as REMOTE_KEY
 from tests.monitor.records import QUEUE, as_key, example, recent, store, with_database
 from tests.support.admission_section import built_section
 from tests.support.page_text import text_of
@@ -143,3 +147,38 @@ def test_it_is_linked_from_the_queue_page_for_that_queue(operator: Client,
     queue_page = operator.get(f"/queues/{QUEUE}/").content.decode()
 
     assert f'href="{URL}?queue={QUEUE}"' in queue_page
+
+
+def started_cell(response: Any, queue: str) -> str:
+    html = response.content.decode()
+    start = html.index('<td class="num started">', html.index(f'<tr data-queue="{queue}"'))
+    cell = html[start:html.index("</td>", start)].encode()
+    return text_of(type("R", (), {"content": cell}))
+
+
+def test_it_shows_the_remote_harvesters_starts_as_a_hosts(operator: Client) -> None:
+    """The record built from the PanDA server (Perlmutter) has the reporter's shape."""
+    assert remote_store(REMOTE_KEY, remote_record(), 1000) is True
+    response = operator.get(URL)
+    assert started_cell(response, GPU) == "1 in 300 s now running 1"
+    assert started_cell(response, EPIC) == "0 in 300 s"
+
+
+def test_it_reads_a_remote_record_stored_before_the_shape_was_one(operator: Client) -> None:
+    record = remote_record()
+    database = record["harvester_db"]
+    database["workers_started"] = {site: entry["by_status"]
+                                   for site, entry in database.pop("worker_starts").items()}
+    assert remote_store(REMOTE_KEY, record, 1000) is True
+    assert started_cell(operator.get(URL), GPU) == "1 in 300 s now running 1"
+
+
+def test_it_names_the_keys_the_harvester_registry_lacks(operator: Client,
+                                                        tmp_path: Path) -> None:
+    store(full_record(tmp_path))
+    store(as_key(full_record(tmp_path), "harvester02"))
+    registry.register("harvester02", remote=False)
+    text = text_of(operator.get(URL))
+    assert "Not in the harvester registry: pandaharvester01 (" in text
+    registry.register("pandaharvester01", remote=False)
+    assert "Not in the harvester registry" not in text_of(operator.get(URL))

@@ -69,7 +69,11 @@ def test_it_counts_the_workers_from_the_servers_copy(record: dict[str, Any]) -> 
     assert database["workers_now"] == {EPIC: {"running": 12, "submitted": 2},
                                        GPU: {"running": 1}}
     assert database["workers_overdue"] == {EPIC: {"running": 1}}
-    assert database["workers_started"] == {GPU: {"running": 1}}
+    # The reporter's shape, so /panda/worker-starts/ reads it as a host's (issue 19, item 5).
+    assert database["worker_starts"] == {GPU: {"started": 1, "by_status": {"running": 1}}}
+    assert "workers_started" not in database
+    assert database["workers_not_finished_read"] == {
+        "window_s": 86400, "workers": 2, "limit": 2000, "limit_reached": False}
     # 205 stays failed, as the server kept it; only 204 finished.
     assert database["workers_ended"] == {EPIC: {"by_status": {"finished": 1, "failed": 1,
                                                               "missed": 1},

@@ -8,6 +8,7 @@ from typing import Any
 
 from clusterwatch.monitor.panda.remote_workers import LIVE_FOR, summarise_workers
 from clusterwatch.monitor.panda.server_rows import SourceFailed
+from clusterwatch.reporter.harvester_db import CANDIDATE_LIMIT
 from tests.monitor.panda.remote_rows import (
     EPIC,
     GPU,
@@ -77,10 +78,11 @@ def test_it_counts_a_row_dated_ahead_of_its_clock_once_in_the_window_that_reache
     later = NOW + dt.timedelta(minutes=5)
     next_run = summarise_workers(HARVESTER, ahead, [EPIC], later, NOW)
     assert now_run.submission["queues"][EPIC]["workers_submitted"] == 0
-    assert now_run.parts["workers_started"] == {}
+    assert now_run.parts["worker_starts"] == {}
     assert now_run.parts["workers_now"] == {EPIC: {"running": 1}}  # live whatever its date
     assert next_run.submission["queues"][EPIC]["workers_submitted"] == 1
-    assert next_run.parts["workers_started"] == {EPIC: {"running": 1}}
+    assert next_run.parts["worker_starts"] == {EPIC: {"started": 1,
+                                                       "by_status": {"running": 1}}}
 
 
 def test_it_counts_the_windows_edges_as_half_open() -> None:
@@ -134,9 +136,25 @@ def test_it_gives_submission_entries_to_configured_queues_without_workers() -> N
 def test_it_makes_every_part_the_error_when_the_table_was_not_read() -> None:
     found = summarise_workers(HARVESTER, SourceFailed("OperationalError: timeout"), [EPIC],
                               NOW, SINCE)
-    assert set(found.parts) == {"workers_now", "workers_overdue", "workers_started",
+    assert set(found.parts) == {"workers_now", "workers_overdue", "worker_starts",
                                 "workers_ended", "workers_not_finished"}
     assert all(part == {"error": "harvester_workers: OperationalError: timeout"}
                for part in found.parts.values())
     assert found.submission == {"error": "harvester_workers: OperationalError: timeout"}
     assert found.running is None
+
+
+def test_it_says_when_more_workers_did_not_finish_than_it_reads() -> None:
+    """The reporter's limit (the newest 2,000 of 24 hours) and its `workers_not_finished_read`."""
+    rows = [worker(n, "failed", endtime=naive(NOW - dt.timedelta(seconds=60 + n)),
+                   diagmessage="held" if n % 2 == 0 else "removed")
+            for n in range(1, CANDIDATE_LIMIT + 4)]
+    found = summarise_workers(HARVESTER, rows, [EPIC], NOW, SINCE).parts
+    assert found["workers_not_finished_read"] == {
+        "window_s": 86400, "workers": CANDIDATE_LIMIT, "limit": CANDIDATE_LIMIT,
+        "limit_reached": True}
+    reasons = found["workers_not_finished"][EPIC]["reasons"]
+    assert {reason: group["count"] for reason, group in reasons.items()} == {
+        "held": 1000, "removed": 1000}  # workers 1-2000, the newest
+    exactly = summarise_workers(HARVESTER, rows[:CANDIDATE_LIMIT], [EPIC], NOW, SINCE).parts
+    assert exactly["workers_not_finished_read"]["limit_reached"] is False

@@ -50,6 +50,8 @@ READS: dict[type, tuple[tuple[str, ...], str | None]] = {
                      None),
     host.Processes: ((ERROR, "#/properties/processes/anyOf/1"), None),
     db.HarvesterDb: (("#/properties/harvester_db",), None),
+    db.NotFinishedRead: (("#/properties/harvester_db/properties/workers_not_finished_read",),
+                         None),
     host.Health: (("#/properties/health",), None),
     host.Volumes: ((ERROR,), "mounts"),
     host.VolumeReading: ((

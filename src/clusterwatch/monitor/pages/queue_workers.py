@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, TypeVar
 
 from clusterwatch.monitor.humanize import duration_text
@@ -101,6 +101,7 @@ class NotFinished(Part):
     reasons: list[Reason] = field(default_factory=list)  # the REASONS_SHOWN largest
     more_reasons: int = 0  # reasons not shown, and their workers
     more_workers: int = 0
+    short: Optional[str] = None  # why the counts are short (the reporter's limit was reached)
 
     @property
     def more_text(self) -> str:
@@ -202,7 +203,21 @@ def _from_candidates(candidates: Sequence[CandidateRow], sites: list[str], sourc
 
 def not_finished(database: HarvesterDb, sites: list[str],
                  shown_n: Optional[int] = REASONS_SHOWN) -> NotFinished:
-    """The not-finished workers by reason, the `shown_n` largest reasons whole (None: all)."""
+    """The not-finished workers by reason, the `shown_n` largest reasons whole (None: all),
+    and whether the reporter's limit made them short."""
+    found = _not_finished(database, sites, shown_n)
+    read = database.workers_not_finished_read
+    if found.error is not None or read is None or not read.limit_reached:
+        return found
+    limit = f"{read.limit:,}" if read.limit is not None else "limit of"
+    return replace(found, short=(
+        f"More workers of this harvester did not finish in the last 24 h than the {limit} "
+        "(the newest, all queues together) its reporter reads: every count here is short, "
+        "and a queue may have more than shown or none shown at all"))
+
+
+def _not_finished(database: HarvesterDb, sites: list[str],
+                  shown_n: Optional[int]) -> NotFinished:
     part = database.workers_not_finished
     source = "harvester_db.workers_not_finished (work_table + condor event logs, 24 h)"
     if part is None and database.workers_not_finished_candidates is not None:

@@ -133,6 +133,23 @@ def worker_tally(database: Mapping[str, Any], part: str, queue: str) -> str:
     return ", ".join(f"{count} {status}" for status, count in by_most) or "none"
 
 
+def starts_tally(record: HostRecord, database: Mapping[str, Any], queue: str) -> str:
+    """The workers started in the interval for `queue`'s sites, as `worker_tally` words a
+    part, from the typed `worker_starts` (which also reads an older `workers_started`)."""
+    part = record.harvester_db.worker_starts
+    if part is None:
+        return "not in this record"
+    if part.error is not None:
+        return f"error: {part.error}"
+    counts: dict[str, int] = {}
+    for site in queue_sites(database, queue):
+        entry = part.entries.get(site)
+        for status, count in entry.by_status if entry is not None else ():
+            counts[status] = counts.get(status, 0) + count
+    by_most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {status}" for status, count in by_most) or "none"
+
+
 def _log_only(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     found = [(name, error_of(raw.get(name))) for name in LOG_ONLY_FIELDS]
     calls = obj(raw.get("failed_calls"))
@@ -169,7 +186,7 @@ def remote_panel(record: HostRecord, raw: Mapping[str, Any], queue: str,
         dialogs=kinds_for_queue(dialogs.kinds, queue, harvester_queues(raw))
         if dialogs is not None else (),
         log_only=_log_only(raw),
-        started=worker_tally(database, "workers_started", queue),
+        started=starts_tally(record, database, queue),
         overdue=worker_tally(database, "workers_overdue", queue))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -64,6 +65,9 @@ class WorkerStartsPage:
     # Per harvester key: the section's own error, or how much of it a run could read.
     problems: tuple[tuple[str, str], ...] = ()
     refusal_codes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # Keys shown that the harvester registry lacks: nothing alarms if they stop (unless they
+    # hold a token), as the queue page says too.
+    unregistered: tuple[str, ...] = ()
 
 
 def _time_cell(seconds: Optional[int], measured: Optional[int], of: int) -> TimeCell:
@@ -81,7 +85,9 @@ def _refusal_times(queue: Optional[AdmissionQueue]) -> tuple[TimeCell, TimeCell,
 
 
 def _started(record: HostRecord, queue: str) -> Started:
-    part = record.harvester_db.worker_starts  # None: a reporter before telemetry 1.3
+    # None: a reporter before telemetry 1.3. A remote record's starts read the same (its
+    # older `workers_started` too: record/harvester_db.py).
+    part = record.harvester_db.worker_starts
     if part is None:
         return Started(note=NOT_REPORTED)
     if part.error is not None:
@@ -124,8 +130,10 @@ def _problem(key: str, section: Optional[Admission]) -> Optional[str]:
 
 
 def worker_starts_page(records: Iterable[tuple[str, Mapping[str, Any]]],
-                       only_queue: Optional[str] = None) -> WorkerStartsPage:
-    """`records`: (harvester key, its latest record or the parts this page reads)."""
+                       only_queue: Optional[str] = None,
+                       registered: Optional[AbstractSet[str]] = None) -> WorkerStartsPage:
+    """`records`: (harvester key, its latest record or the parts this page reads);
+    `registered`: the harvester registry's keys (None: not consulted)."""
     rows: list[QueueRow] = []
     problems: list[tuple[str, str]] = []
     codes: dict[str, tuple[int, ...]] = {}
@@ -152,4 +160,7 @@ def worker_starts_page(records: Iterable[tuple[str, Mapping[str, Any]]],
                 workers_now=(record.harvester_db.workers_now.entries.get(queue) or ()),
                 jobs_fetched=fetched.jobs_got if fetched is not None else None,
                 admission=found, admission_note=note, refusal_times=_refusal_times(found)))
-    return WorkerStartsPage(tuple(rows), tuple(problems), codes)
+    shown = sorted({row.key for row in rows})
+    unregistered = () if registered is None else tuple(
+        key for key in shown if key not in registered)
+    return WorkerStartsPage(tuple(rows), tuple(problems), codes, unregistered)

@@ -1,9 +1,11 @@
 """The remote record's worker counts, from the PanDA server's `harvester_workers`.
 
 The same parts, in the same shapes, as the reporter builds from the harvester's own
-`work_table` (`workers_now`, `workers_ended`, `workers_not_finished`, and `submission`'s
-per-queue counts), keyed by `computingsite` (the PanDA queue), with two more parts only the
-server's copy needs: `workers_started` and `workers_overdue`.
+`work_table` (`workers_now`, `worker_starts`, `workers_ended`, `workers_not_finished` with
+`workers_not_finished_read`, and `submission`'s per-queue counts), keyed by `computingsite`
+(the PanDA queue), with one more part only the server's copy needs: `workers_overdue`.
+Records built before `worker_starts` carried the starts as `workers_started` (`{site:
+{status: n}}`); the monitor's record reading takes that too.
 
 What the server's copy is (facts from PanDAWMS/panda-server 9cc36033, `updateWorkers`):
 
@@ -36,12 +38,13 @@ from clusterwatch.reporter.harvester_db import (
     CANDIDATE_WINDOW_S,
     FINAL_STATUSES,
     LIVE_STATUSES,
+    not_finished_read,
 )
 from clusterwatch.reporter.harvester_db import workers_ended_part as reporter_workers_ended
 from clusterwatch.reporter.record import group_not_finished
 
 LIVE_FOR = dt.timedelta(days=7)
-PARTS = ("workers_now", "workers_overdue", "workers_started", "workers_ended",
+PARTS = ("workers_now", "workers_overdue", "worker_starts", "workers_ended",
          "workers_not_finished")
 SUBMIT_FAILED = "missed"
 NO_SITE = "(null)"  # as the reporter names a NULL computingSite
@@ -92,10 +95,11 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
     parts = {
         "workers_now": live,
         "workers_overdue": overdue,
-        "workers_started": started,
+        "worker_starts": _starts(started),
         "workers_ended": _ended(workers, since, now),
-        "workers_not_finished": _not_finished(workers, now),
     }
+    parts["workers_not_finished"], parts["workers_not_finished_read"] = _not_finished(
+        workers, now)
     return Workers(
         parts, {"queues": dict(sorted(submission.items()))},
         running={site: counts.get("running", 0) for site, counts in live.items()},
@@ -105,6 +109,12 @@ def summarise_workers(harvester_id: str, rows: Rows[WorkerRow], queues: Iterable
 def _add(counts: dict[str, dict[str, int]], site: str, status: str) -> None:
     by_status = counts.setdefault(site, {})
     by_status[status] = by_status.get(status, 0) + 1
+
+
+def _starts(started: dict[str, dict[str, int]]) -> dict[str, Any]:
+    # The reporter's `worker_starts` shape, so one reader (and /panda/worker-starts/) takes both.
+    return {site: {"started": sum(by_status.values()), "by_status": by_status}
+            for site, by_status in started.items()}
 
 
 def _submit_entry() -> dict[str, Any]:
@@ -128,23 +138,26 @@ def _did_not_finish(worker: WorkerRow) -> bool:
     return status in FINAL_STATUSES[1:] or (status == "finished" and code not in (None, 0))
 
 
-def _not_finished(workers: Sequence[WorkerRow], now: dt.datetime) -> Any:
+def _not_finished(workers: Sequence[WorkerRow], now: dt.datetime) -> tuple[Any, Any]:
     """The reporter's `workers_not_finished` over 24 hours, the reason being the harvester's
-    diagnostic (`diagmessage`): no batch log is readable from here."""
+    diagnostic (`diagmessage`): no batch log is readable from here; and, as the reporter
+    says it, how many of them were read under the same limit."""
     day = now - dt.timedelta(seconds=CANDIDATE_WINDOW_S)
-    candidates = sorted(
+    ranked = sorted(
         (worker for worker in workers
          if _did_not_finish(worker) and within(worker["endtime"], day, now)),
         key=lambda worker: (server_time(worker["endtime"] or now), worker["workerid"]),
-        reverse=True)[:CANDIDATE_LIMIT]
+        reverse=True)
+    candidates = ranked[:CANDIDATE_LIMIT]
     reasons = {}
     for worker in candidates:
         diag = (worker["diagmessage"] or "").strip()
         reasons[str(worker["workerid"])] = (
             {"reason": diag[:MAX_REASON_CHARS], "source": SOURCE_DIAG} if diag
             else {"reason": None, "source": SOURCE_NONE})
-    return group_not_finished([
+    grouped = group_not_finished([
         {"workerID": worker["workerid"], "computingSite": worker["computingsite"] or NO_SITE,
          "batchID": worker["batchid"], "nodeID": worker["nodeid"],
          "computingElement": worker["computingelement"], "batchLog": worker["batchlog"]}
         for worker in candidates], reasons)
+    return grouped, not_finished_read(len(candidates), len(ranked) > len(candidates))

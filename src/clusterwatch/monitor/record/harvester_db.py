@@ -32,6 +32,7 @@ from clusterwatch.monitor.record.regulation import (
     WorkerStarts,
     cache_key,
     limit_in_force,
+    status_counts_as_starts,
     worker_starts,
 )
 from clusterwatch.monitor.record.sections import LIMITS
@@ -97,6 +98,17 @@ class NotFinishedWorkers:
 
 
 @dataclass(frozen=True)
+class NotFinishedRead:
+    """How many not-finished workers the reporter read (at most `limit`, the newest) and
+    whether more did not finish: then every count of `workers_not_finished` is short."""
+
+    window_s: Optional[int] = None
+    workers: Optional[int] = None
+    limit: Optional[int] = None
+    limit_reached: bool = False
+
+
+@dataclass(frozen=True)
 class CandidateRow:
     """A raw `work_table` row of a worker that did not finish, as older reporters sent them
     (`workers_not_finished_candidates`) instead of the grouped part."""
@@ -139,8 +151,11 @@ class HarvesterDb:
     workers_not_finished: Optional[DbPart[NotFinishedWorkers]] = None
     workers_not_finished_candidates: Optional[tuple[CandidateRow, ...]] = field(
         default=None, metadata={"beyond_schema": "older reporters' raw rows"})
+    # None from reporters that did not say (before it, or when the workers were not read).
+    workers_not_finished_read: Optional[NotFinishedRead] = None
     service_metrics: Mapping[str, Any] = field(default_factory=dict)  # kept as sent
-    # Telemetry 1.3; None when the record has no such part (a reporter before it).
+    # Telemetry 1.3; None when the record has no such part (a reporter before it). A remote
+    # record's older `workers_started` reads as it too.
     worker_starts: Optional[DbPart[WorkerStarts]] = None
     job_demand_cache: Optional[DbPart[CacheKey]] = None
     # The error of every part that failed, by part name in sorted order (also parts this
@@ -215,6 +230,20 @@ def _candidates(value: Any) -> Optional[tuple[CandidateRow, ...]]:
                  for row in value if is_obj(row))
 
 
+def _not_finished_read(value: Any) -> Optional[NotFinishedRead]:
+    if not is_obj(value) or error_of(value) is not None:
+        return None
+    return NotFinishedRead(integer(value.get("window_s")), integer(value.get("workers")),
+                           integer(value.get("limit")), value.get("limit_reached") is True)
+
+
+def _worker_starts(database: Mapping[str, Any]) -> Optional[DbPart[WorkerStarts]]:
+    starts = database.get("worker_starts")
+    if starts is not None:
+        return _part(starts, worker_starts)
+    return _optional_part(database.get("workers_started"), status_counts_as_starts)
+
+
 _NO_DATABASE = HarvesterDb()  # shared: frozen
 
 
@@ -236,7 +265,8 @@ def harvester_db(value: Any) -> HarvesterDb:
         workers_not_finished_candidates=_candidates(
             database.get("workers_not_finished_candidates")),
         service_metrics=obj(database.get("service_metrics")),
-        worker_starts=_optional_part(database.get("worker_starts"), worker_starts),
+        workers_not_finished_read=_not_finished_read(database.get("workers_not_finished_read")),
+        worker_starts=_worker_starts(database),
         job_demand_cache=_optional_part(database.get("job_demand_cache"), cache_key),
         part_errors={part: error for part, found in sorted(database.items())
                      if part != "error" and (error := error_of(found)) is not None},

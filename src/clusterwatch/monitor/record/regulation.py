@@ -57,6 +57,13 @@ def worker_starts(entry: Any) -> WorkerStarts:
     return WorkerStarts(integer(found.get("started")), counts(found.get("by_status")))
 
 
+def status_counts_as_starts(entry: Any) -> WorkerStarts:
+    """A remote record built before `worker_starts` (`workers_started`: `{status: n}` per
+    site) read as the same starts."""
+    by_status = counts(entry)
+    return WorkerStarts(sum(n for _, n in by_status), by_status)
+
+
 def cache_key(entry: Any) -> CacheKey:
     found = obj(entry)
     return CacheKey(text(found.get("subKey")), parse_utc(found.get("lastUpdate")),

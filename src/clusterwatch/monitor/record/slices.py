@@ -107,7 +107,9 @@ def _not_finished(entry: Any) -> Any:
 def _queue_database(value: Any, queue: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         return {}
-    found = _pick(value, "error", "queue_config_error", "service_metrics")
+    # workers_not_finished_read: one small object for every queue (are the counts short?).
+    found = _pick(value, "error", "queue_config_error", "service_metrics",
+                  "workers_not_finished_read")
     sites = queue_sites(value, queue)
     cache = value.get("job_demand_cache")
     if cache is not None:  # a few keys, the same for every queue: kept whole
