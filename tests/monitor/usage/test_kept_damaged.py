@@ -35,12 +35,14 @@ def damaged(good: dict[str, Any]) -> dict[str, object]:
             "older shape": without_memory,
             "warnings not a list": {**good, "warnings": "low_cpu_efficiency"},
             "a warning without advice": {**good, "warnings": [{"code": "bursty_cpu"}]},
-            "user not a string": {**good, "user": ["alice"]}}
+            "user not a string": {**good, "user": ["alice"]},
+            # Kept from a series scaled by 1e300 before such readings were refused.
+            "a number past a double": {**good, "memory_peak_bytes": 3 * 10**309}}
 
 
 @pytest.mark.parametrize("kind", ["a string", "a list", "a number", "empty", "older shape",
                                   "warnings not a list", "a warning without advice",
-                                  "user not a string"])
+                                  "user not a string", "a number past a double"])
 def test_no_path_answers_500_and_the_job_is_reported_again(usage_site: UsageSite,
                                                            kind: str) -> None:
     good = good_document(usage_site)

@@ -40,15 +40,19 @@ def alice() -> Client:
 
 
 def every_series(site: UsageSite, jobid: str, start: datetime, end: datetime) -> None:
-    """Every series SPECS reads, each with values of its own (two CPUs, two GPUs) large
-    enough to show beside an 8 GiB request, so a plot that lost one would look different."""
+    """Every series SPECS reads, each with values of its own (two CPUs, two GPUs), sizes
+    large enough to show beside an 8 GiB request, so a plot that lost one would look
+    different; every value one that can be true (a ratio or a flag at most 1)."""
     t0 = start.timestamp()
     times = [t0 + i * 30.0 for i in range(int((end.timestamp() - t0) // 30) + 1)]
     site.series(jobid, "jobs_info", [(t, 1.0) for t in times])
     for number, spec in enumerate(SPECS, start=1):
         for part in ("0", "1"):
-            scrapes = [(t, number * 1e6 * (i + 1) * (1 + int(part)))
+            scale = 1e6 if "_bytes" in spec.metric else 1.0
+            scrapes = [(t, number * scale * (i + 1) * (1 + int(part)))
                        for i, t in enumerate(times)]
+            if spec.metric in ("jobs_gpu_utilization_ratio", "jobs_uses_scratch"):
+                scrapes = [(t, (1 + int(part)) / 2) for t in times]
             site.series(jobid, spec.metric, scrapes, core=part, gpu_uuid=f"GPU-{part}")
 
 

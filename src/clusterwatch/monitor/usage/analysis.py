@@ -1,9 +1,12 @@
 """A job's accounting record and its series -> the figures of its usage report.
 
 Pure: no I/O, no clock. Honest about what it does not know: a series Prometheus lacks
-leaves its figure None ("not measured"), never zero; a job with fewer scrapes than
-`Thresholds.min_samples` gets accounting's figures and no curves, and says so; a job still
-running is marked running, its figures being "so far".
+leaves its figure None ("not measured"), never zero, and so does one whose readings cannot
+be true (readings.py: negative, not finite, past any node), with a note saying why. Counters
+are read reset-aware, as Prometheus' increase() reads them (timeseries.py), by the same
+functions the plots use. A job with fewer scrapes than `Thresholds.min_samples` gets
+accounting's figures and no curves, and says so; a job still running is marked running, its
+figures being "so far".
 """
 
 from __future__ import annotations
@@ -12,11 +15,19 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+from clusterwatch.monitor.usage import readings
 from clusterwatch.monitor.usage.accounting import JobRecord
 from clusterwatch.monitor.usage.prometheus_api import Point, Series
 from clusterwatch.monitor.usage.series import JobSeries
 from clusterwatch.monitor.usage.thresholds import DEFAULTS, Thresholds
-from clusterwatch.monitor.usage.timeseries import last_total, mean, peak, rate, sum_by_time
+from clusterwatch.monitor.usage.timeseries import (
+    counter_total,
+    cumulative,
+    mean,
+    peak,
+    rate,
+    sum_by_time,
+)
 
 EXPORTER = "exporter"
 ACCOUNTING = "accounting"
@@ -73,6 +84,7 @@ class UsageSummary:
 def analyse(job: JobRecord, series: Optional[JobSeries],
             thresholds: Thresholds = DEFAULTS) -> UsageSummary:
     """The figures of `job`; `series` None when Prometheus has nothing (retention passed)."""
+    series = None if series is None else readings.screened(series)
     samples = 0 if series is None else series.samples
     measured = series is not None and samples >= thresholds.min_samples
     notes = [NOTE_RUNNING] if job.running else []
@@ -82,6 +94,9 @@ def analyse(job: JobRecord, series: Optional[JobSeries],
         notes.append(f"The exporter saw this job {samples} times, fewer than "
                      f"{thresholds.min_samples}: the figures come from accounting, there are "
                      "no curves and no advice.")
+    impossible = readings.note(dict(series.rejected)) if measured and series else None
+    if impossible is not None:
+        notes.append(impossible)
     got = _Reader(series if measured else None)
     cpu_used = got.total("cpu_seconds")
     cpu_source = EXPORTER if cpu_used is not None else None
@@ -89,9 +104,10 @@ def analyse(job: JobRecord, series: Optional[JobSeries],
         cpu_used, cpu_source = job.total_cpu_s, ACCOUNTING
     cores_used = got.cores_used()
     rss = got.all("memory_rss_bytes")
+    # The job's own memory is RSS plus shared memory: without a true shmem there is no peak.
     memory_peak = (_whole(peak(sum_by_time([s.points for s in
                                             (*rss, *got.all("memory_shmem_bytes"))])))
-                   if rss else None)
+                   if rss and not got.rejected("memory_shmem_bytes") else None)
     memory_source = EXPORTER if memory_peak is not None else None
     if memory_peak is None and job.max_rss_bytes is not None:
         memory_peak, memory_source = job.max_rss_bytes, ACCOUNTING
@@ -105,7 +121,7 @@ def analyse(job: JobRecord, series: Optional[JobSeries],
         cores_used=cores_used,
         cores_used_mean=mean(cores_used) if cores_used else None,
         cores_used_max=peak(cores_used) if cores_used else None,
-        core_seconds=tuple(CoreUse(_where(s, "core"), s.points[-1][1])
+        core_seconds=tuple(CoreUse(_where(s, "core"), cumulative(s.points)[-1][1])
                            for s in got.all("core_seconds")),
         memory_requested_bytes=job.memory_requested_bytes,
         memory_peak_bytes=memory_peak, memory_source=memory_source,
@@ -132,12 +148,15 @@ class _Reader:
     def __init__(self, series: Optional[JobSeries]) -> None:
         self._series = series
 
+    def rejected(self, key: str) -> bool:
+        return self._series is not None and key in self._series.rejected
+
     def all(self, key: str) -> tuple[Series, ...]:
         return () if self._series is None else (self._series.get(key) or ())
 
     def total(self, key: str) -> Optional[float]:
         found = self.all(key)
-        return last_total(found) if found else None
+        return counter_total(found) if found else None
 
     def peak_of_sum(self, key: str) -> Optional[int]:
         found = self.all(key)

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.monitor.humanize import size_text
-from clusterwatch.monitor.usage import plot_units
+from clusterwatch.monitor.usage import plot_units, readings
 from clusterwatch.monitor.usage.prometheus_api import Point, Series
 from clusterwatch.monitor.usage.series import JobSeries
 from clusterwatch.monitor.usage.summary_json import UsageDocument
-from clusterwatch.monitor.usage.timeseries import rate, sum_by_time
+from clusterwatch.monitor.usage.timeseries import cumulative, rate, sum_by_time
 
 
 class UnknownMetric(ValueError):
@@ -69,11 +69,14 @@ def _found(series: JobSeries, key: str) -> tuple[Series, ...]:
     return series.get(key) or ()
 
 
-def _total(label: str, key: str, *, per_second: bool = False) -> Curves:
-    """One curve: the key's series summed over nodes (their rate first for a counter)."""
+def _total(label: str, key: str, *, per_second: bool = False, counter: bool = False) -> Curves:
+    """One curve: the key's series summed over nodes; of a counter, its rate (`per_second`)
+    or its running total (`counter`), resets read as the figures read them."""
     def curves(series: JobSeries) -> tuple[Curve, ...]:
         found = _found(series, key)
-        points = sum_by_time(rate(s.points) if per_second else s.points for s in found)
+        points = sum_by_time(rate(s.points) if per_second
+                             else cumulative(s.points) if counter else s.points
+                             for s in found)
         return (Curve(label, points),) if points else ()
     return curves
 
@@ -85,7 +88,7 @@ def _combined(*parts: Curves) -> Curves:
 def _memory_own(series: JobSeries) -> tuple[Curve, ...]:
     # The job's own memory is what analysis calls its peak: anonymous plus shared memory.
     own = (*_found(series, "memory_rss_bytes"), *_found(series, "memory_shmem_bytes"))
-    if not _found(series, "memory_rss_bytes"):
+    if not _found(series, "memory_rss_bytes") or "memory_shmem_bytes" in series.rejected:
         return ()
     return (Curve("RSS + shared memory", sum_by_time(s.points for s in own)),)
 
@@ -152,8 +155,10 @@ METRICS: dict[str, PlotMetric] = {m.name: m for m in (
     PlotMetric("cpu_time", "CPU time used", "CPU time", plot_units.cpu_time,
                ("cpu_seconds", "cpu_user_seconds", "cpu_system_seconds"), True,
                "the exporter reported no CPU time",
-               _combined(_total("total", "cpu_seconds"), _total("user", "cpu_user_seconds"),
-                         _total("system", "cpu_system_seconds")), _cpu_time_allocation),
+               _combined(_total("total", "cpu_seconds", counter=True),
+                         _total("user", "cpu_user_seconds", counter=True),
+                         _total("system", "cpu_system_seconds", counter=True)),
+               _cpu_time_allocation),
     PlotMetric("memory", "Memory", "memory", plot_units.binary_bytes,
                ("memory_rss_bytes", "memory_shmem_bytes", "memory_cache_bytes",
                 "memory_usage_bytes"), False,
@@ -221,8 +226,9 @@ def series_keys(name: str) -> frozenset[str]:
 
 
 def metric_curves(metric: PlotMetric, series: JobSeries) -> tuple[Curve, ...]:
-    """The metric's curves that have at least one finite point."""
-    return tuple(curve for curve in metric.curves(series)
+    """The metric's curves that have at least one finite point, of readings that can be
+    true (readings.py): a figure left out as impossible is not drawn either."""
+    return tuple(curve for curve in metric.curves(readings.screened(series))
                  if any(math.isfinite(value) for _, value in curve.points))
 
 
@@ -230,4 +236,5 @@ def measured_metrics(series: Optional[JobSeries]) -> tuple[str, ...]:
     """The metrics with something to draw for this job, in METRICS order."""
     if series is None:
         return ()
+    series = readings.screened(series)  # once, not once per metric
     return tuple(name for name, metric in METRICS.items() if metric_curves(metric, series))

@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from clusterwatch.monitor.usage import plot_units
+from clusterwatch.monitor.usage import plot_units, readings
 from clusterwatch.monitor.usage.plot_metrics import (
     METRICS,
     Curve,
@@ -226,6 +226,10 @@ def _title(metric: PlotMetric, document: UsageDocument) -> str:
 
 
 def _not_measured(metric: PlotMetric, series: JobSeries) -> str:
+    rejected = readings.screened(series).rejected
+    why = [rejected[key] for key in metric.keys if key in rejected]
+    if why:
+        return f"Not measured: the exporter's readings cannot be true ({why[0]})"
     if metric.counter and any(series.get(key) for key in metric.keys):
         return "Not measured: a rate needs two points and the exporter has one"
     return f"Not measured: {metric.missing}"

@@ -49,10 +49,12 @@ _ANSWERED = frozenset({"refused", "garbage", "too_large"})
 @dataclass(frozen=True)
 class Series:
     """One series of a query's answer: its distinguishing labels (instance, core, gpu_uuid;
-    the job's own labels dropped) and its finite points (time, value), oldest first."""
+    the job's own labels dropped) and its finite points (time, value), oldest first.
+    `non_finite`: how many NaN or infinite samples the answer held besides them."""
 
     labels: Mapping[str, str]
     points: tuple[Point, ...]
+    non_finite: int = 0
 
 
 def query_range(base_url: str, promql: str, start: float, end: float, step: float,
@@ -126,8 +128,10 @@ def _one(row: Any, result_type: str) -> Series:
         raise PrometheusError("garbage", "a result of Prometheus' answer has no values")
     labels = {str(k): str(v) for k, v in row["metric"].items() if k not in _DROPPED_LABELS}
     points = [_point(pair) for pair in pairs]
-    # NaN and infinities (a stale marker, a division by zero) are gaps, not measurements.
-    return Series(labels, tuple(p for p in points if math.isfinite(p[1])))
+    # NaN and infinities are no measurements: left out of the points, and counted, since a
+    # job's readings that hold them cannot be trusted (usage/readings.py).
+    finite = tuple(p for p in points if math.isfinite(p[1]))
+    return Series(labels, finite, len(points) - len(finite))
 
 
 def _point(pair: Any) -> Point:

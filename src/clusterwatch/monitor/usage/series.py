@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Optional
 
@@ -69,6 +69,9 @@ class JobSeries:
     step: float
     samples: int
     series: Mapping[str, tuple[Series, ...]]
+    # Keys taken out of `series` because their readings cannot be true -> why, in a few
+    # words (usage/readings.py): not measured, and said so.
+    rejected: Mapping[str, str] = field(default_factory=dict)
 
     def get(self, key: str) -> Optional[tuple[Series, ...]]:
         """The series under `key`, or None when not measured (absent or without points)."""

@@ -7,6 +7,7 @@ ISO 8601 in UTC. The top-level keys of USAGE_KEYS are an interface: scripts rely
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Optional, TypedDict
@@ -67,8 +68,8 @@ _TYPES: dict[str, type] = {"jobid": str, "user": str, "account": str, "memory": 
 
 def kept_document(value: object) -> Optional[UsageDocument]:
     """`value` when it has the document's shape (every key, those read as containers and
-    names of the right type, each warning whole); None for a damaged or older one, which
-    the caller reports again instead of failing on it."""
+    names of the right type, each warning whole, every number one a double holds); None for
+    a damaged or older one, which the caller reports again instead of failing on it."""
     if not isinstance(value, dict) or not set(USAGE_KEYS) - ADDED_KEYS <= set(value):
         return None
     if not all(isinstance(value[key], kind) for key, kind in _TYPES.items()):
@@ -76,8 +77,27 @@ def kept_document(value: object) -> Optional[UsageDocument]:
     if not all(isinstance(w, dict) and {"code", "message", "advice", "figures"} <= set(w)
                for w in value["warnings"]):
         return None
+    if not _doubles_only(value):  # kept before impossible readings were refused (readings.py)
+        return None
     document: UsageDocument = value  # type: ignore[assignment]
     return document
+
+
+def _doubles_only(value: object) -> bool:
+    """Every number in `value` one that a JSON reader's double holds: a 310-digit integer
+    becomes Infinity there, or an error."""
+    if isinstance(value, dict):
+        return all(_doubles_only(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_doubles_only(item) for item in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, int):
+        try:
+            return math.isfinite(float(value))
+        except OverflowError:
+            return False
+    return True
 
 
 def usage_document(job: JobRecord, summary: UsageSummary,
