@@ -20,7 +20,7 @@ import pytest
 
 from clusterwatch.loopback.monitor_client import Session
 from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
-from clusterwatch.monitor.usage.shown_text import SHOWN_LIMIT
+from clusterwatch.monitor.usage.shown_text import MARKS_LIMIT, SHOWN_LIMIT
 from tests.components import need_binary
 from tests.monitor.usage.date_fuzz import DATED, TODAY, queries
 from tests.monitor.usage.prometheus_range import RangePrometheus
@@ -28,6 +28,7 @@ from tests.monitor.usage.site import UsageSite, environment
 
 LONG = "x" * 100_000
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+ZALGO = "a" + "\u0301" * 100_000 + "b"  # one letter under a tower of 100,000 accents
 CREATE_STAFF = """
 import os
 from django.contrib.auth.models import User
@@ -53,6 +54,7 @@ def served(
         site.job("4242", start=now - timedelta(days=1))
         site.job("4243", start=now - timedelta(days=2), name=LONG)
         site.job("4244", start=now - timedelta(days=3), name=f"evil\u202egnp.exe{BIDI}tail")
+        site.job("4245", start=now - timedelta(days=4), name=ZALGO, account=f"ph\u202eys{BIDI}")
         with (
             private_database(tmp_path, template=migrated_database) as database,
             monitor_server(
@@ -110,3 +112,17 @@ def test_no_bidi_control_reaches_the_job_page_or_the_user_list(served: Served) -
         assert status == 200, path
         page = body.decode()
         assert not set(BIDI) & set(page) and "evil gnp.exe tail" in page, path
+
+
+def test_the_staff_page_and_a_tower_of_accents_are_shown_as_every_report_shows_names(
+    served: Served,
+) -> None:
+    status, body = served.session.get("/usage/jobs/4245/")  # ended days ago: kept now
+    assert status == 200
+    page = body.decode()
+    assert "a" + "\u0301" * MARKS_LIMIT + "b" in page
+    assert "\u0301" * (MARKS_LIMIT + 1) not in page and not set(BIDI) & set(page)
+    status, body = served.session.get("/usage/staff/")
+    assert status == 200
+    page = body.decode()
+    assert "4245" in page and "ph ys" in page and not set(BIDI) & set(page)

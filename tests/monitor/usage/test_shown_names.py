@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage.shown_text import SHOWN_LIMIT, one_line, shown
+from clusterwatch.monitor.usage.shown_text import MARKS_LIMIT, SHOWN_LIMIT, one_line, shown
 from tests.components import need_binary
 from tests.monitor.usage.page_support import client_of, text_of
 from tests.monitor.usage.site import UsageSite
@@ -24,6 +24,9 @@ pytestmark = pytest.mark.django_db
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 HOSTILE = f"evil\u202egnp.exe{BIDI}tail"
 LONG = "x" * 100_000
+# 100,000 combining accents on one letter: one "character" to the eye, a tower of accents
+# drawn up over the page when the name kept 299 of them.
+ZALGO = "a" + "\u0301" * 100_000 + "b"
 
 
 def pdf_text(pdf: bytes, tmp_path: Path) -> str:
@@ -74,6 +77,30 @@ def test_a_100000_character_name_is_shortened_where_shown_and_whole_in_the_json(
     assert SHOWN_LIMIT // 2 < shown_xs < SHOWN_LIMIT and "…" in text, shown_xs
 
 
+def test_the_staff_page_shows_accounts_and_users_as_every_report_does(
+    usage_site: UsageSite,
+) -> None:
+    usage_site.job("4242", account=f"phys\u202eics{BIDI}")
+    client = client_of("carol", staff=True)
+    assert client.get("/usage/jobs/4242/").status_code == 200  # ended a day ago: now kept
+    answer = client.get("/usage/staff/")
+    assert answer.status_code == 200
+    assert not set(BIDI) & set(answer.content.decode())
+    assert "phys ics" in text_of(answer) and "4242" in text_of(answer)
+
+
+def test_a_run_of_combining_marks_is_shortened_where_shown(usage_site: UsageSite) -> None:
+    usage_site.job("4242", name=ZALGO)
+    client = client_of("alice")
+    kept = "a" + "\u0301" * MARKS_LIMIT + "b"
+    for path in ("/usage/jobs/4242/", "/usage/users/alice/", "/mail/4242"):
+        answer = client.get(path)
+        assert answer.status_code == 200, path
+        content = answer.content.decode()
+        assert kept in content and "\u0301" * (MARKS_LIMIT + 1) not in content, path
+    assert client.get("/api/v1/jobs/4242/usage").json()["name"] == ZALGO
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -82,6 +109,9 @@ def test_a_100000_character_name_is_shortened_where_shown_and_whole_in_the_json(
         ("x" * (SHOWN_LIMIT + 1), "x" * (SHOWN_LIMIT - 1) + "…"),
         ("x" * SHOWN_LIMIT, "x" * SHOWN_LIMIT),
         ("", ""),
+        ("e\u0301\u0302", "e\u0301\u0302"),
+        ("a" + "\u0301" * 40 + "b\u20dd", "a" + "\u0301" * MARKS_LIMIT + "b\u20dd"),
+        ("\u05d1\u05bc\u05b8\u0591\u05bd", "\u05d1\u05bc\u05b8\u0591\u05bd"),
     ],
 )
 def test_shown_is_the_emails_one_line_at_the_pages_length(text: str, expected: str) -> None:

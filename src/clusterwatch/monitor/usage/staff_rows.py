@@ -18,6 +18,7 @@ from clusterwatch.monitor.humanize import duration_text, size_text
 from clusterwatch.monitor.usage.figures_text import moment_text, warning_title
 from clusterwatch.monitor.usage.list_params import StaffQuery
 from clusterwatch.monitor.usage.models import KeptSummary
+from clusterwatch.monitor.usage.shown_text import shown
 from clusterwatch.monitor.usage.summary_rows import percent
 
 STAFF_ROWS = 100
@@ -61,7 +62,8 @@ def staff_row(jobid: str, user: str, account: str, state: str,
         document = {}
     requested: Optional[int] = document.get("memory_requested_bytes")
     return StaffRow(
-        jobid=jobid, user=user, account=account, state=state,
+        # Accounting's names as every report shows them (shown_text): no bidi controls.
+        jobid=jobid, user=shown(user), account=shown(account), state=shown(state),
         end=moment_text(document.get("end")), cpus=str(document.get("cpus_allocated", "—")),
         cpu_efficiency=percent(document.get("cpu_efficiency")),
         memory_requested="—" if requested is None else size_text(requested),
