@@ -107,7 +107,11 @@ def endpoints() -> tuple[list[Endpoint], list[str]]:
 
 
 ENDPOINTS, UNDECLARED = endpoints()
-NAMES = sorted({name for endpoint in ENDPOINTS for name in endpoint.dates})
+DECLARED = sorted({name for endpoint in ENDPOINTS for name in endpoint.dates})
+# What an endpoint that does not declare a name is given anyway: every declared name and the
+# usual names of a date, so one left out of a declaration (or never declared anywhere) is
+# still tried where it is read.
+NAMES = sorted({*DECLARED, "since", "until", "days", "from", "to", "start", "end", "date"})
 DATED = [endpoint for endpoint in ENDPOINTS if endpoint.dates]
 
 
