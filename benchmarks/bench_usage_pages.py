@@ -225,7 +225,11 @@ def prepare(workdir: Path, jobs: int) -> tuple[str, int, int]:
     sacct = workdir / "sacct"
     now = datetime.now(timezone.utc).replace(microsecond=0)
     output.write_text(sacct_output(jobs, now, rng), encoding="utf-8")
-    sacct.write_text(f"#!/bin/sh\nexec cat '{output}'\n", encoding="utf-8")
+    # The lines are written with `|` (no name here holds one): the fake puts the random
+    # --delimiter the monitor asks for (sacct_records) in its place.
+    sacct.write_text("#!/bin/sh\n"
+                     'd="|"; for a; do case "$a" in --delimiter=*) d="${a#--delimiter=}";; '
+                     f'esac; done\nexec sed "s#|#$d#g" \'{output}\'\n', encoding="utf-8")
     sacct.chmod(0o700)
     for name in [n for n in os.environ if n.startswith("CLUSTERWATCH_")]:
         del os.environ[name]

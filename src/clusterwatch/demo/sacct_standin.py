@@ -5,8 +5,9 @@ accounting lines, clusterwatch.demo.sacct_lines) into its data directory, and po
 monitor's CLUSTERWATCH_SACCT at the script, which runs this module. It answers what the
 usage reports ask, as Slurm 22.05's sacct answers it:
 
-    sacct --parsable2 --noheader --format=FIELDS (--jobs ID[,ID] | --user U | --allusers)
-          [--starttime TIME] [--endtime TIME] [--allocations]
+    sacct --parsable2 --noheader [--delimiter=D] --format=FIELDS
+          (--jobs ID[,ID] | --user U | --allusers) [--starttime TIME] [--endtime TIME]
+          [--allocations]
 
 Fields by name (any case; a `%N` width is ignored); times as SLURM_TIME_FORMAT says (`%s`:
 epoch seconds; unset or `standard`: ISO local time). Without --jobs, jobs run between
@@ -79,13 +80,14 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         print(f"sacct: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     time_format = environ.get("SLURM_TIME_FORMAT", "") or "standard"
-    trailer = "|" if args.parsable else ""
+    delimiter = args.delimiter or "|"  # sacct's own default
+    trailer = delimiter if args.parsable else ""
     if not args.noheader:
-        out.write("|".join(fields) + trailer + "\n")
+        out.write(delimiter.join(fields) + trailer + "\n")
     for line in lines:
         values = [_time(line.get(f, ""), time_format) if f in TIME_FIELDS else line.get(f, "")
                   for f in fields]
-        out.write("|".join(values) + trailer + "\n")
+        out.write(delimiter.join(values) + trailer + "\n")
     return 0
 
 
@@ -123,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--parsable", action="store_true")
     parser.add_argument("-n", "--noheader", action="store_true")
     parser.add_argument("-o", "--format")
+    parser.add_argument("--delimiter")
     parser.add_argument("-j", "--jobs")
     parser.add_argument("-u", "--user")
     parser.add_argument("-a", "--allusers", action="store_true")

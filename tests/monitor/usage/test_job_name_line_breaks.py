@@ -23,7 +23,7 @@ from clusterwatch.monitor.usage.sources import accounting
 from tests.monitor.usage.mail_support import DOMAIN, MailSite, sender
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.real_slurm import USER, real_jobs
-from tests.monitor.usage.sacct_support import line, step
+from tests.monitor.usage.sacct_support import SEP, line, step
 
 # What Python's str.splitlines() also takes for a line's end: none of them ends sacct's.
 BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
@@ -37,7 +37,7 @@ def test_it_reads_a_name_holding_a_line_break_whole_and_the_jobs_after_it(brk: s
     output = "\n".join([line(JobID="10", JobIDRaw="10", JobName=name),
                         step("10.batch", "2048K"),
                         line(JobID="11", JobIDRaw="11", JobName="plain")]) + "\n"
-    jobs = parse_sacct(output)
+    jobs = parse_sacct(output, SEP)
     assert [(job.jobid, job.name) for job in jobs] == [("10", name), ("11", "plain")]
     assert jobs[0].max_rss_bytes == 2048 * 1024
 
@@ -45,7 +45,7 @@ def test_it_reads_a_name_holding_a_line_break_whole_and_the_jobs_after_it(brk: s
 def test_a_line_written_in_a_name_does_not_replace_the_job_it_names() -> None:
     forged = line(JobID="10", JobIDRaw="10", User="mallory", Account="other")
     output = line(JobID="10", JobIDRaw="10", JobName="x\n" + forged) + "\n"
-    job = find_job(output, "10")
+    job = find_job(output, "10", SEP)
     assert job is not None and (job.user, job.account) == ("alice", "physics")
 
 
@@ -76,7 +76,7 @@ def test_a_job_filed_under_its_names_author_is_mailed_to_its_owner_only(
                   End=str(int((start + timedelta(hours=1)).timestamp())))
     # Mallory's job, later in sacct's list, names itself with alice's line under her name.
     site.job("602", user="mallory", start=start,
-             name="x\n" + alices.replace("|alice|", "|mallory|"))
+             name="x\n" + alices.replace(SEP, "|").replace("|alice|", "|mallory|"))
     poll(accounting(sender().config), sender().mail, now)
     deliver_due(sender(), now)
     received = mail_site.smtp.wait_for(2, timeout=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,7 @@ from clusterwatch.monitor.usage.accounting import (
     UnknownJob,
 )
 from clusterwatch.monitor.usage.sacct import SacctAccounting
-from tests.monitor.usage.sacct_support import COMPLETED_JOB, line
+from tests.monitor.usage.sacct_support import COMPLETED_JOB, line, with_delimiter
 
 SINCE = datetime(2023, 11, 14, tzinfo=timezone.utc)
 
@@ -36,7 +37,7 @@ def fake_sacct(tmp_path: Path, body: str) -> tuple[str, Path]:
 def output_of(tmp_path: Path, text: str) -> str:
     path = tmp_path / "output.txt"
     path.write_text(text)
-    return f"cat {path}"
+    return with_delimiter(str(path))
 
 
 def test_it_asks_sacct_for_parsable_output_in_epoch_seconds(tmp_path: Path) -> None:
@@ -44,8 +45,12 @@ def test_it_asks_sacct_for_parsable_output_in_epoch_seconds(tmp_path: Path) -> N
     job = SacctAccounting(program).job("4242")
     assert job.jobid == "4242" and job.cpus_allocated == 2
     (call,) = calls.read_text().splitlines()
-    assert call.startswith("%s --parsable2 --noheader --format=JobID,JobIDRaw,")
-    assert call.endswith("--jobs 4242")
+    assert re.fullmatch(r"%s --parsable2 --noheader --delimiter=\|[0-9a-f]{32}\| "
+                        r"--format=JobID,JobIDRaw,\S+ --jobs 4242", call), call
+    SacctAccounting(program).job("4242")
+    delimiters = {re.search(r"--delimiter=(\S+)", c)[1]  # type: ignore[index]
+                  for c in calls.read_text().splitlines()}
+    assert len(delimiters) == 2  # a new one each call: no name written before it holds it
 
 
 def test_it_says_a_job_accounting_does_not_know_is_unknown(tmp_path: Path) -> None:

@@ -6,13 +6,13 @@ import pytest
 
 from clusterwatch.monitor.usage.accounting import AccountingFailed
 from clusterwatch.monitor.usage.sacct_parse import find_job, parse_sacct
-from tests.monitor.usage.sacct_support import COMPLETED_JOB, line, step
+from tests.monitor.usage.sacct_support import COMPLETED_JOB, SEP, line, step
 
 GiB = 1024**3
 
 
 def test_it_reads_a_completed_job_with_its_steps() -> None:
-    (job,) = parse_sacct(COMPLETED_JOB)
+    (job,) = parse_sacct(COMPLETED_JOB, SEP)
     assert (job.jobid, job.user, job.account, job.partition) == ("4242", "alice", "physics", "cpu")
     assert (job.state, job.state_reason, job.running) == ("COMPLETED", "", False)
     assert job.start == datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)
@@ -28,29 +28,29 @@ def test_it_reads_a_completed_job_with_its_steps() -> None:
 
 def test_it_reports_a_running_job_as_running_without_an_end() -> None:
     (job,) = parse_sacct(line(State="RUNNING", End="Unknown", Elapsed="00:10:00",
-                              MaxRSS="", TotalCPU="00:00:00"))
+                              MaxRSS="", TotalCPU="00:00:00"), SEP)
     assert job.running and job.end is None and job.elapsed_s == 600
     assert job.max_rss_bytes is None  # no step has ended: not measured, not zero
 
 
 def test_it_reads_a_pending_job_without_times_or_cpus() -> None:
     (job,) = parse_sacct(line(State="PENDING", Start="None", End="Unknown", Elapsed="00:00:00",
-                              AllocCPUS="0", AllocTRES="", NodeList="None assigned"))
+                              AllocCPUS="0", AllocTRES="", NodeList="None assigned"), SEP)
     assert job.running and job.start is None and job.cpus_allocated == 0
 
 
 def test_it_keeps_who_cancelled_a_job() -> None:
-    (job,) = parse_sacct(line(State="CANCELLED by 1000"))
+    (job,) = parse_sacct(line(State="CANCELLED by 1000"), SEP)
     assert (job.state, job.state_reason, job.running) == ("CANCELLED", "by 1000", False)
 
 
 def test_it_falls_back_to_reqmem_per_cpu_of_older_slurm() -> None:
-    (job,) = parse_sacct(line(ReqMem="1000Mc", ReqTRES="cpu=2,node=1", AllocCPUS="2"))
+    (job,) = parse_sacct(line(ReqMem="1000Mc", ReqTRES="cpu=2,node=1", AllocCPUS="2"), SEP)
     assert job.memory_requested_bytes == 2000 * 1024**2
 
 
 def test_it_counts_gpus_from_the_allocation() -> None:
-    (job,) = parse_sacct(line(AllocTRES="cpu=8,gres/gpu:a100=2,gres/gpu=2,mem=64G,node=1"))
+    (job,) = parse_sacct(line(AllocTRES="cpu=8,gres/gpu:a100=2,gres/gpu=2,mem=64G,node=1"), SEP)
     assert job.gpus == 2
 
 
@@ -59,13 +59,13 @@ def test_it_finds_array_tasks_by_their_id_or_their_raw_id() -> None:
         line(JobID="500_1", JobIDRaw="500"), step("500_1.batch", "10M"),
         line(JobID="500_2", JobIDRaw="502"), step("500_2.batch", "20M"),
     ])
-    assert [j.jobid for j in parse_sacct(output)] == ["500_1", "500_2"]
-    by_raw = find_job(output, "502")
+    assert [j.jobid for j in parse_sacct(output, SEP)] == ["500_1", "500_2"]
+    by_raw = find_job(output, "502", SEP)
     assert by_raw is not None and by_raw.jobid == "500_2"
     assert by_raw.max_rss_bytes == 20 * 1024**2
-    by_task = find_job(output, "500_1")
+    by_task = find_job(output, "500_1", SEP)
     assert by_task is not None and by_task.max_rss_bytes == 10 * 1024**2
-    assert find_job(output, "999") is None
+    assert find_job(output, "999", SEP) is None
 
 
 def test_it_keeps_the_components_of_a_heterogeneous_job_apart() -> None:
@@ -73,21 +73,30 @@ def test_it_keeps_the_components_of_a_heterogeneous_job_apart() -> None:
         line(JobID="700+0", JobIDRaw="700", AllocCPUS="4"), step("700+0.0", "1G"),
         line(JobID="700+1", JobIDRaw="701", AllocCPUS="1"), step("700+1.0", "2G"),
     ])
-    first, second = parse_sacct(output)
+    first, second = parse_sacct(output, SEP)
     assert (first.cpus_allocated, first.max_rss_bytes) == (4, GiB)
     assert (second.cpus_allocated, second.max_rss_bytes) == (1, 2 * GiB)
 
 
 def test_it_ignores_steps_of_jobs_outside_the_output() -> None:
-    assert parse_sacct(step("9.batch", "1G")) == []
+    assert parse_sacct(step("9.batch", "1G"), SEP) == []
 
 
 @pytest.mark.parametrize(("output", "complaint"), [
-    ("garbage", "1 fields where 22 were asked for"),
-    (line(Elapsed="soon"), "field Elapsed: not a duration"),
-    (line(AllocCPUS="two"), "field AllocCPUS"),
-    (COMPLETED_JOB + step("4242.0", "huge"), "line 4: field MaxRSS"),
-])
-def test_it_names_the_line_and_field_it_cannot_read(output: str, complaint: str) -> None:
-    with pytest.raises(AccountingFailed, match=complaint):
-        parse_sacct(output)
+    (line(Elapsed="soon"), "sacct line 1: field Elapsed: not a duration"),
+    (line(AllocCPUS="two"), "sacct line 1: field AllocCPUS"),
+    (COMPLETED_JOB + step("4242.0", "huge"), "sacct line 4: field MaxRSS"),
+], ids=["Elapsed", "AllocCPUS", "MaxRSS-of-a-step"])
+def test_it_leaves_out_a_line_it_cannot_read_naming_its_line_and_field(
+        output: str, complaint: str) -> None:
+    listing = parse_sacct(output, SEP)
+    assert listing == []
+    [lost] = listing.unreadable
+    assert lost.jobid == "4242" and lost.reason.startswith(complaint)
+    with pytest.raises(AccountingFailed, match=complaint):  # the job asked for by its id
+        find_job(output, "4242", SEP)
+
+
+def test_it_calls_output_that_is_not_its_records_a_failure() -> None:
+    with pytest.raises(AccountingFailed, match="sacct line 1: 1 fields where 22 were asked"):
+        parse_sacct("garbage", SEP)

@@ -8,6 +8,7 @@ database view or HTCondor's job history can be others.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Optional, Protocol
@@ -62,6 +63,28 @@ class JobRecord:
         return self.state in RUNNING_STATES or self.end is None
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A line of accounting's answer that could not be read: left out of a listing, said."""
+
+    jobid: str  # its job id when that much was readable and of a job id's form, else ""
+    reason: str  # e.g. "sacct line 3: field Start: not a time: 'notatime'" (no other content)
+
+
+class Listing(list[JobRecord]):
+    """The jobs of a listing (a list, so callers that only iterate need not know more), with
+    what was left out of it: the unreadable lines, and whether it was cut at `limit` jobs
+    (the newest of the period for a user's list; the earliest ended for the poller)."""
+
+    def __init__(self, jobs: Iterable[JobRecord] = (), *,
+                 unreadable: Iterable[Unreadable] = (), limit: Optional[int] = None,
+                 cut: bool = False) -> None:
+        super().__init__(jobs)
+        self.unreadable = list(unreadable)
+        self.limit = limit
+        self.cut = cut
+
+
 class AccountingError(Exception):
     """Accounting could not answer. The message is one line, safe to show and log."""
 
@@ -103,10 +126,13 @@ class Accounting(Protocol):
         """The job; UnknownJob when accounting has none, InvalidJobId for a malformed id."""
         ...
 
-    def jobs_of_user(self, user: str, since: datetime) -> list[JobRecord]:
-        """The user's jobs that ran or were pending at or after `since`."""
+    def jobs_of_user(self, user: str, since: datetime,
+                     limit: Optional[int] = None) -> Listing:
+        """The user's jobs that ran or were pending at or after `since`; with `limit`, the
+        newest `limit` of them by start (pending jobs, which have none, count as newest)."""
         ...
 
-    def jobs_ended_since(self, since: datetime) -> list[JobRecord]:
-        """Every user's jobs that ended at or after `since`, oldest end first."""
+    def jobs_ended_since(self, since: datetime, limit: Optional[int] = None) -> Listing:
+        """Every user's jobs that ended at or after `since`, oldest end first; with `limit`,
+        the first `limit` of them (the rest are for a later call from the last one's end)."""
         ...

@@ -48,8 +48,12 @@ def user_usage(request: HttpRequest, username: str) -> Any:
         jobs = user_jobs(username, since)
     except AccountingError as exc:
         raise accounting_refusal(exc) from None
+    # `cut`: accounting had more jobs since then than one answer reads; these are the
+    # newest `limit`. `unreadable`: lines accounting printed that could not be read.
     return {"user": username, "since": since.isoformat().replace("+00:00", "Z"),
-            "jobs": jobs}
+            "jobs": jobs, "limit": jobs.limit, "cut": jobs.cut,
+            "unreadable": [{"jobid": lost.jobid, "reason": lost.reason}
+                           for lost in jobs.unreadable]}
 
 
 def since_of(request: HttpRequest) -> datetime:

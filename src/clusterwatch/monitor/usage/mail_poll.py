@@ -5,15 +5,25 @@ database, UsageMailCursor) less OVERLAP, because slurmdbd records a job's end a 
 it happened: a job that ended just before the last run but reached accounting after it is
 still found. Jobs already queued (by MailProg or an earlier run) are not queued again. The
 cursor moves only after a complete run, so a failed accounting query loses nothing.
+
+A line accounting printed but nobody can read (a `Start` that is no time) is left out and
+named in the result: the same bytes will not read better next run, so it holds back no one
+else's email and not the cursor (once it is mended, `usage_mail --once JOBID` sends it).
+A listing is bounded (LIMIT jobs, the earliest ended first): when it was cut, the cursor
+moves only to the last listed job's end, so the next run goes on from there.
+
+A heterogeneous job is one job to its user and to MailProg (SLURM_JOB_ID is its first
+component's id): its components (`87100+0`, `87100+1`) are queued once, as `87100`, and the
+email reports them all.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from clusterwatch.monitor.usage import mail_outbox
-from clusterwatch.monitor.usage.accounting import Accounting
+from clusterwatch.monitor.usage.accounting import Accounting, JobRecord, Listing, Unreadable
 from clusterwatch.monitor.usage.mail_recipient import recipient_for
 from clusterwatch.monitor.usage.mail_settings import MailSettings
 from clusterwatch.monitor.usage.models import UsageMail, UsageMailCursor
@@ -23,6 +33,7 @@ OVERLAP = timedelta(minutes=10)
 FIRST_LOOK_BACK = timedelta(hours=1)  # the first run ever: jobs of the last hour, not history
 RETAIN = timedelta(days=90)  # sent, failed and skipped rows are deleted after this
 TRIGGER = "poller"
+LIMIT = 10_000  # jobs per listing: what a run holds in memory at most
 
 
 @dataclass
@@ -31,6 +42,8 @@ class PollResult:
     ended: int = 0
     queued: int = 0
     no_address: list[str] = field(default_factory=list)  # users without any address
+    unreadable: list[Unreadable] = field(default_factory=list)  # lines left out, named
+    cut: bool = False  # more jobs ended than LIMIT: the next run goes on
     unsaved: list[UsageMail] = field(default_factory=list)  # --dry-run: what would be queued
 
 
@@ -41,9 +54,9 @@ def poll(source: Accounting, mail: MailSettings, now: datetime, *,
     cursor = UsageMailCursor.objects.filter(name=CURSOR).first()
     since = cursor.last_run - OVERLAP if cursor is not None else now - FIRST_LOOK_BACK
     result = PollResult(since=since)
-    jobs = source.jobs_ended_since(since)
-    if mail.jobs == "none":  # only what MailProg queues is sent
-        jobs = []
+    listing = source.jobs_ended_since(since, limit=LIMIT)
+    result.unreadable, result.cut = listing.unreadable, listing.cut
+    jobs = _mailed_jobs(listing) if mail.jobs != "none" else []  # "none": MailProg's only
     queued = set(UsageMail.objects.filter(jobid__in=[job.jobid for job in jobs])
                  .values_list("jobid", flat=True))
     for job in jobs:
@@ -62,7 +75,32 @@ def poll(source: Accounting, mail: MailSettings, now: datetime, *,
                                             trigger=TRIGGER, now=now)
         result.queued += int(created)
     if not dry_run:
-        UsageMailCursor.objects.update_or_create(name=CURSOR, defaults={"last_run": now})
+        UsageMailCursor.objects.update_or_create(
+            name=CURSOR, defaults={"last_run": _cursor(listing, now)})
         UsageMail.objects.filter(created_at__lt=now - RETAIN).exclude(
             state=UsageMail.PENDING).delete()
     return result
+
+
+def _mailed_jobs(listing: list[JobRecord]) -> list[JobRecord]:
+    """One job per email: a heterogeneous job's components as the job itself (its id with
+    the offset dropped), the first component standing for it, as sacct -j 87100 answers."""
+    seen: set[str] = set()
+    jobs = []
+    for job in listing:
+        jobid = job.jobid.partition("+")[0]
+        if jobid in seen:
+            continue
+        seen.add(jobid)
+        jobs.append(job if jobid == job.jobid else replace(job, jobid=jobid))
+    return jobs
+
+
+def _cursor(listing: Listing, now: datetime) -> datetime:
+    """Where the next run starts (less OVERLAP): now, or after a cut, the last job listed,
+    its end then re-listed (OVERLAP added back, so progress is sure past a busy ten minutes;
+    the jobs of that very second come again and are found queued)."""
+    if not listing.cut or not listing:
+        return now
+    last_end = max((job.end for job in listing if job.end is not None), default=now)
+    return min(last_end + OVERLAP, now)

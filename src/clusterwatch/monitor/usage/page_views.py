@@ -123,7 +123,9 @@ def user_page(request: HttpRequest, username: str) -> HttpResponse:
         documents = user_jobs(username, query.since)
     except AccountingError as exc:
         raise accounting_refusal(exc) from None
-    view = user_view(username, documents, query, PAGE_SIZE)
+    view = user_view(username, documents, query, PAGE_SIZE,
+                     cut_at=documents.limit if documents.cut else None,
+                     unreadable=[lost.jobid for lost in documents.unreadable])
     return render(request, "usage/user.html", {"view": view, "rows": user_rows(view.rows)})
 
 

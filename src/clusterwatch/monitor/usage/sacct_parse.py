@@ -1,18 +1,35 @@
-"""`sacct --parsable2 --noheader --format=FIELDS` output -> JobRecords.
+"""`sacct --parsable2 --noheader --delimiter=D --format=FIELDS` output -> a Listing.
 
 One allocation line per job (JobID `123`, `123_4` for an array task, `123+1` for a
 heterogeneous component) followed by its step lines (`123.batch`, `123.extern`, `123.0`).
-Memory high-water marks exist only on steps, so MaxRSS is the largest of them.
+Memory high-water marks exist only on steps, so MaxRSS is the largest of them. Records come
+from sacct_records (no field can make or split one); a line that cannot be read is left out
+of the listing and named in it (Listing.unreadable), so one bad line spoils nothing else.
+
+A listing may be bounded: `limit` jobs kept by a rank read from one or two fields of each
+allocation line (its start, its end), so a history of a million lines costs the memory of
+`limit` jobs, not of the whole output.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import tzinfo
-from typing import Callable, Optional, TypeVar
+from datetime import datetime, tzinfo
+from typing import Callable, Optional, TypeVar, Union
 
-from clusterwatch.monitor.usage.accounting import AccountingFailed, JobRecord
+from clusterwatch.monitor.usage.accounting import (
+    JOBID_PATTERN,
+    RUNNING_STATES,
+    AccountingFailed,
+    JobRecord,
+    Listing,
+    Unreadable,
+)
 from clusterwatch.monitor.usage.sacct_fields import (
     parse_count,
     parse_duration,
@@ -24,84 +41,172 @@ from clusterwatch.monitor.usage.sacct_fields import (
     parse_tres,
     tres_gpus,
 )
+from clusterwatch.monitor.usage.sacct_records import records
 
-# JobName last: it is the one field a user writes, and it may hold the separator "|".
+# JobName last: it is the one field a user writes (sacct_records reads it up to the last
+# line end before the next record).
 FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "State", "Start", "End",
           "Elapsed", "AllocCPUS", "ReqMem", "ReqTRES", "AllocTRES", "NNodes", "NodeList",
           "MaxRSS", "TotalCPU", "UserCPU", "SystemCPU", "Timelimit", "ExitCode", "JobName")
 FORMAT = ",".join(FIELDS)
 
 _T = TypeVar("_T")
+Values = dict[str, str]
+# A job's place in a bounded listing (larger is kept first); None: not in the listing.
+Rank = Callable[[Values, Optional[tzinfo]], Optional[float]]
+
+
+class _Unreadable(Exception):
+    """One line cannot be read: its reason, already naming the line and the field."""
 
 
 @dataclass
 class _Job:
     line: int
-    values: dict[str, str]
+    values: Values
     step_rss: list[int] = field(default_factory=list)
 
 
-def parse_sacct(text: str, zone: Optional[tzinfo] = None) -> list[JobRecord]:
-    """Every job in the output, in output order. AccountingFailed on an unreadable line,
-    naming its number and field (never its whole content)."""
-    return [_record(job, zone) for job in _jobs(text).values()]
+def newest_start(values: Values, zone: Optional[tzinfo]) -> Optional[float]:
+    """A user's list keeps the newest jobs: by start, a pending job (none yet) newest."""
+    start = _named("Start", lambda: parse_time(values["Start"], zone))
+    return math.inf if start is None else start.timestamp()
 
 
-def find_job(text: str, jobid: str, zone: Optional[tzinfo] = None) -> Optional[JobRecord]:
+def ended_since(since: datetime) -> Rank:
+    """The poller's list: jobs that ended at or after `since`, the earliest end first."""
+
+    def rank(values: Values, zone: Optional[tzinfo]) -> Optional[float]:
+        end = _named("End", lambda: parse_time(values["End"], zone))
+        state, _reason = _named("State", lambda: parse_state(values["State"]))
+        if end is None or state in RUNNING_STATES or end < since:
+            return None
+        return -end.timestamp()
+
+    return rank
+
+
+def parse_sacct(output: Union[str, bytes, Iterable[bytes]], delimiter: str = "|", *,
+                zone: Optional[tzinfo] = None, rank: Optional[Rank] = None,
+                limit: Optional[int] = None) -> Listing:
+    """Every readable job of the output, in output order (or, with `rank`, the jobs it
+    ranks, best first, at most `limit` of them); the unreadable lines in `.unreadable`,
+    each named by its number and field (never its content)."""
+    collector = _Collector(rank, limit, zone)
+    for number, values in records(_chunks(output), delimiter.encode(), len(FIELDS)):
+        collector.add(number, dict(zip(FIELDS, values)))
+    return collector.listing()
+
+
+def find_job(output: Union[str, bytes, Iterable[bytes]], jobid: str, delimiter: str = "|",
+             zone: Optional[tzinfo] = None) -> Optional[JobRecord]:
     """The job `jobid` names: by JobID (`123`, `123_4`, `123+1`) or by its raw id (array
-    task 123_4 is also job 130 to `sacct -j 130`); None when the output has neither."""
-    jobs = _jobs(text)
-    for job in jobs.values():
-        if job.values["JobID"] == jobid:
-            return _record(job, zone)
-    for job in jobs.values():
-        if job.values["JobIDRaw"] == jobid:
-            return _record(job, zone)
+    task 123_4 is also job 130 to `sacct -j 130`); None when the output has neither.
+    AccountingFailed when its line is unreadable."""
+    collector = _Collector(None, None, zone)
+    for number, values in records(_chunks(output), delimiter.encode(), len(FIELDS)):
+        collector.add(number, dict(zip(FIELDS, values)))
+    jobs = collector.jobs
+    for key in ("JobID", "JobIDRaw"):
+        for job in jobs.values():
+            if job.values[key] == jobid:
+                try:
+                    return _record(job, zone)
+                except _Unreadable as exc:
+                    raise AccountingFailed(str(exc)) from None
+    for lost in collector.unreadable:
+        if lost.jobid == jobid:
+            raise AccountingFailed(lost.reason)
     return None
 
 
-def _jobs(text: str) -> dict[str, _Job]:
-    jobs: dict[str, _Job] = {}
-    for number, line in _lines(text):
-        if not line.strip():
-            continue
-        values = _split(line, number)
+def _chunks(output: Union[str, bytes, Iterable[bytes]]) -> Iterable[bytes]:
+    if isinstance(output, str):
+        return [output.encode("utf-8", "surrogateescape")]
+    if isinstance(output, bytes):
+        return [output]
+    return output
+
+
+class _Collector:
+    """Allocation lines kept (all, or the `limit` best ranked), their steps' MaxRSS."""
+
+    def __init__(self, rank: Optional[Rank], limit: Optional[int],
+                 zone: Optional[tzinfo]) -> None:
+        self.rank, self.limit, self.zone = rank, limit, zone
+        self.jobs: dict[str, _Job] = {}
+        self.unreadable: list[Unreadable] = []
+        self.cut = False
+        self._heap: list[tuple[float, int, str]] = []  # (rank, order, jobid): worst first
+        self._order = itertools.count()
+
+    def add(self, number: int, values: Values) -> None:
         jobid = values["JobID"]
-        parent, dot, _step = jobid.partition(".")
-        if not dot:
-            # The first line of a job is sacct's: a later one can only have been written in
-            # the name of this job or of one of its steps.
-            jobs.setdefault(jobid, _Job(number, values))
-            continue
-        job = jobs.get(parent)
-        if job is not None:  # a step of a job outside the selection is not ours to report
-            rss = _field(number, "MaxRSS", functools.partial(parse_size, values["MaxRSS"]))
+        parent, dot, step = jobid.partition(".")
+        if not JOBID_PATTERN.fullmatch(parent) or (dot and not step):
+            self._lose(number, "", f"sacct line {number}: field JobID: not a job id")
+            return
+        if "\0" in "".join(values.values()):  # no Slurm string holds one; PostgreSQL refuses it
+            self._lose(number, parent, f"sacct line {number}: a NUL byte")
+            return
+        if dot:
+            job = self.jobs.get(parent)
+            if job is None:  # a step of a job outside the selection is not ours to report
+                return
+            try:
+                rss = _field(number, "MaxRSS", functools.partial(parse_size, values["MaxRSS"]))
+            except _Unreadable as exc:
+                self._drop(parent)
+                self._lose(number, parent, str(exc))
+                return
             if rss is not None:
                 job.step_rss.append(rss)
-    return jobs
-
-
-def _lines(text: str) -> list[tuple[int, str]]:
-    """sacct's lines with their numbers. Only "\n" ends one (str.splitlines() would also cut
-    at a form feed, U+2028, ... that a job's name may hold), and a piece with fewer
-    separators than a line has continues the line before it: JobName, the last field, is
-    the only one a user writes, and Slurm keeps a line break typed in it."""
-    lines: list[tuple[int, str]] = []
-    for number, piece in enumerate(text.rstrip("\n").split("\n"), start=1):
-        if lines and piece.count("|") < len(FIELDS) - 1:
-            lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{piece}")
+            return
+        if jobid in self.jobs:  # the first line of a job is the one sacct means
+            return
+        if self.rank is None:
+            self.jobs[jobid] = _Job(number, values)
+            return
+        try:
+            place = self.rank(values, self.zone)
+        except ValueError as exc:
+            self._lose(number, jobid, f"sacct line {number}: {exc}")
+            return
+        if place is None:
+            return
+        entry = (place, next(self._order), jobid)
+        if self.limit is not None and len(self._heap) >= self.limit:
+            self.cut = True
+            if entry <= self._heap[0]:
+                return
+            _place, _order, worst = heapq.heapreplace(self._heap, entry)
+            del self.jobs[worst]
         else:
-            lines.append((number, piece))
-    return lines
+            heapq.heappush(self._heap, entry)
+        self.jobs[jobid] = _Job(number, values)
 
+    def listing(self) -> Listing:
+        order = list(self.jobs.values())
+        if self.rank is not None:
+            places = {jobid: (place, seq) for place, seq, jobid in self._heap}
+            order.sort(key=lambda job: places[job.values["JobID"]], reverse=True)
+        found: list[JobRecord] = []
+        for job in order:
+            try:
+                found.append(_record(job, self.zone))
+            except _Unreadable as exc:
+                self._lose(job.line, job.values["JobID"], str(exc))
+        return Listing(found, unreadable=self.unreadable, limit=self.limit, cut=self.cut)
 
-def _split(line: str, number: int) -> dict[str, str]:
-    parts = line.split("|", len(FIELDS) - 1)
-    if len(parts) != len(FIELDS):
-        raise AccountingFailed(
-            f"sacct line {number}: {len(parts)} fields where {len(FIELDS)} were asked for"
-        )
-    return dict(zip(FIELDS, parts))
+    def _drop(self, jobid: str) -> None:
+        # A job one of whose steps is unreadable has no MaxRSS to report: out, and said.
+        self.jobs.pop(jobid, None)
+        self._heap = [entry for entry in self._heap if entry[2] != jobid]
+        heapq.heapify(self._heap)
+
+    def _lose(self, number: int, jobid: str, reason: str) -> None:
+        self.unreadable.append(Unreadable(jobid if JOBID_PATTERN.fullmatch(jobid) else "",
+                                          reason))
 
 
 def _record(job: _Job, zone: Optional[tzinfo]) -> JobRecord:
@@ -148,8 +253,15 @@ def _memory(values: dict[str, str], req_tres: dict[str, str], cpus: int,
     return parse_req_mem(values["ReqMem"], cpus, nodes)
 
 
+def _named(name: str, parse: Callable[[], _T]) -> _T:
+    try:
+        return parse()
+    except ValueError as exc:
+        raise ValueError(f"field {name}: {exc}") from None
+
+
 def _field(line: int, name: str, parse: Callable[[], _T]) -> _T:
     try:
         return parse()
     except ValueError as exc:
-        raise AccountingFailed(f"sacct line {line}: field {name}: {exc}") from None
+        raise _Unreadable(f"sacct line {line}: field {name}: {exc}") from None

@@ -23,7 +23,9 @@ from clusterwatch.monitor.usage.accounting import (
     AccountingConfigError,
     AccountingFailed,
     JobRecord,
+    Listing,
     UnknownJob,
+    Unreadable,
     check_jobid,
 )
 from clusterwatch.monitor.usage.slurmdb_connect import (
@@ -34,7 +36,7 @@ from clusterwatch.monitor.usage.slurmdb_connect import (
     error_code,
     server_message,
 )
-from clusterwatch.monitor.usage.slurmdb_rows import to_record
+from clusterwatch.monitor.usage.slurmdb_rows import job_id, to_record
 from clusterwatch.monitor.usage.slurmdb_settings import SlurmDbSettings, read_settings
 from clusterwatch.monitor.usage.slurmdb_view import COLUMN_NAMES, VIEW
 
@@ -91,24 +93,48 @@ class SlurmDbAccounting:
             raise UnknownJob(jobid)
         return found[0]
 
-    def jobs_of_user(self, user: str, since: datetime) -> list[JobRecord]:
+    def jobs_of_user(self, user: str, since: datetime,
+                     limit: Optional[int] = None) -> Listing:
         # sacct --user resolves the name to a uid on its host; a user that host does not
         # know is looked for by the association's user name.
         uid = self._uid_of_user(user)
         who, args = ("`uid` = %s", [uid]) if uid is not None else ("`user` = %s", [user])
-        return self._rows(f"{who} AND {_WINDOW} ORDER BY `id_job`",
-                          [*args, *self._window(since)])
+        # The newest first, as sacct's bounded listing keeps them: a pending job (no start).
+        return self._listing(f"{who} AND {_WINDOW} ORDER BY `time_start` = 0 DESC, "
+                             "`time_start` DESC, `id_job` DESC", [*args, *self._window(since)],
+                             limit)
 
-    def jobs_ended_since(self, since: datetime) -> list[JobRecord]:
-        records = self._rows(f"`time_end` >= %s AND {_WINDOW}",
-                             [_epoch(since), *self._window(since)])
-        ended = [r for r in records if not r.running and r.end is not None and r.end >= since]
-        return sorted(ended, key=lambda r: (r.end, r.jobid))
+    def jobs_ended_since(self, since: datetime, limit: Optional[int] = None) -> Listing:
+        # `time_end` = 0 is a job not ended, and the state says the rest (slurmdb_rows).
+        listing = self._listing(f"`time_end` >= %s AND {_WINDOW} ORDER BY `time_end`, `id_job`",
+                                [_epoch(since), *self._window(since)], limit)
+        ended = Listing([r for r in listing if not r.running and r.end is not None
+                         and r.end >= since], unreadable=listing.unreadable,
+                        limit=listing.limit, cut=listing.cut)
+        ended.sort(key=lambda r: (r.end, r.jobid))
+        return ended
 
     def _window(self, since: datetime) -> list[int]:
         return [_epoch(self._clock()), _epoch(since)]
 
+    def _listing(self, where: str, args: Sequence[Any], limit: Optional[int]) -> Listing:
+        # One row past the limit says whether there were more.
+        bound = "" if limit is None else f" LIMIT {int(limit) + 1}"
+        rows = self._fetch(where + bound, args)
+        cut = limit is not None and len(rows) > limit
+        now, listing = self._clock(), Listing(limit=limit, cut=cut)
+        for row in rows[:limit]:
+            try:
+                listing.append(to_record(row, now, self._user_of_uid))
+            except AccountingFailed as exc:  # one bad row spoils no other
+                listing.unreadable.append(Unreadable(job_id(row), str(exc)))
+        return listing
+
     def _rows(self, where: str, args: Sequence[Any]) -> list[JobRecord]:
+        now = self._clock()
+        return [to_record(row, now, self._user_of_uid) for row in self._fetch(where, args)]
+
+    def _fetch(self, where: str, args: Sequence[Any]) -> list[dict[str, Any]]:
         settings = self.settings
         try:
             connection = connect(host=settings.host, port=settings.port, user=settings.user,
@@ -116,13 +142,11 @@ class SlurmDbAccounting:
             try:
                 with connection.cursor(pymysql.cursors.DictCursor) as cursor:
                     cursor.execute(self._select + where, tuple(args))
-                    rows = list(cursor.fetchall())
+                    return list(cursor.fetchall())
             finally:
                 connection.close()
         except pymysql.MySQLError as exc:
             raise self._failure(exc) from None
-        now = self._clock()
-        return [to_record(row, now, self._user_of_uid) for row in rows]
 
     def _failure(self, exc: BaseException) -> Exception:
         message = server_message(exc, (self.settings.password,))

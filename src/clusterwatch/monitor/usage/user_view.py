@@ -61,10 +61,15 @@ class UserView:
     previous_link: Optional[str]
     next_link: Optional[str]
     last_link: Optional[str]
+    # Accounting had more jobs in the period than a list reads: these are its newest
+    # `cut_at` (None: the list is whole).
+    cut_at: Optional[int] = None
+    unreadable: tuple[str, ...] = ()  # job ids ("" for a line without one) left out
 
 
 def user_view(username: str, documents: Sequence[UsageDocument], query: UserQuery,
-              page_size: int) -> UserView:
+              page_size: int, *, cut_at: Optional[int] = None,
+              unreadable: Sequence[str] = ()) -> UserView:
     windowed = in_window(documents, (), query.until)
     matching = in_window(windowed, query.states, None)
     ordered = sort_documents(matching, query.sort, query.order)
@@ -86,7 +91,8 @@ def user_view(username: str, documents: Sequence[UsageDocument], query: UserQuer
         first_link=_link(query, page=1) if page.number > 2 else None,
         previous_link=_link(query, page=page.number - 1) if page.number > 1 else None,
         next_link=_link(query, page=page.number + 1) if page.number < page.pages else None,
-        last_link=_link(query, page=page.pages) if page.number < page.pages - 1 else None)
+        last_link=_link(query, page=page.pages) if page.number < page.pages - 1 else None,
+        cut_at=cut_at, unreadable=tuple(unreadable))
 
 
 def _heading(query: UserQuery, key: str, text: str, numeric: bool) -> Heading:

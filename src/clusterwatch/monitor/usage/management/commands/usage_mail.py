@@ -77,10 +77,17 @@ class Command(BaseCommand):
             failure = exc
             self.stderr.write(f"usage_mail: accounting could not list the ended jobs: {exc}")
         else:
+            for lost in found.unreadable:  # one line each, naming it, never its content
+                which = f"job {lost.jobid}" if lost.jobid else "a line"
+                self.stderr.write(f"usage_mail: skipped {which} accounting lists: "
+                                  f"{lost.reason}")
             self.stderr.write(f"usage_mail: {found.ended} jobs ended since "
                               f"{found.since:%Y-%m-%d %H:%M:%S} UTC, {found.queued} queued"
                               + (f", {len(found.no_address)} without an email address"
-                                 if found.no_address else ""))
+                                 if found.no_address else "")
+                              + (f", {len(found.unreadable)} unreadable in accounting "
+                                 "(skipped)" if found.unreadable else "")
+                              + (", more to list next run" if found.cut else ""))
         results = deliver_due(sender, now, progress=self.stderr.write)
         if failure is None and sender.dry_run:
             results += [deliver(row, sender, now) for row in found.unsaved]
