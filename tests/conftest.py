@@ -51,9 +51,13 @@ def need_binary() -> Callable[[str], str]:
 
 @pytest.fixture
 def operator(client: Any, django_user_model: Any) -> Any:
-    """pytest-django's client, logged in (in process) as a new user `operator`: the monitor's
-    pages in tests/monitor and the integration chains that end on one."""
+    """pytest-django's client, logged in (in process) as a new user `operator` of the
+    operators group (not staff): the monitor's pages in tests/monitor and the integration
+    chains that end on one."""
+    from clusterwatch.monitor.operators import set_operator
+
     user = django_user_model.objects.create_user("operator", password="a long pass phrase")
+    set_operator(user, True)
     client.force_login(user)
     return client
 

@@ -26,7 +26,8 @@ _NOT_PASSED = re.compile(r"^(?:CLUSTERWATCH_|SWF_|DJANGO_)|proxy$", re.IGNORECAS
 CREATE_OPERATOR = """
 import os
 from django.contrib.auth.models import User
-User.objects.create_user("operator", password=os.environ["CW_TEST_PASSWORD"])
+from clusterwatch.monitor.operators import set_operator
+set_operator(User.objects.create_user("operator", password=os.environ["CW_TEST_PASSWORD"]), True)
 """
 LATEST = """
 import json

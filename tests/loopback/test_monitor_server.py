@@ -48,8 +48,9 @@ def test_its_management_commands_share_the_servers_database(tmp_path: Path) -> N
         assert status == 404  # the token is good, the key has not reported yet
         password = "a-long-demo-passw0rd"
         server.manage("shell", "-c", "import os\nfrom django.contrib.auth.models import User\n"
-                      "User.objects.create_user('op', password=os.environ['PW'])",
-                      extra_environ={"PW": password})
+                      "from clusterwatch.monitor.operators import set_operator\n"
+                      "set_operator(User.objects.create_user('op', password=os.environ['PW']),"
+                      " True)", extra_environ={"PW": password})
         session = Session(server.url)
         session.login("op", password)
         assert session.get("/hosts/")[0] == 200

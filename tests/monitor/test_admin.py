@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.models import HostToken
+from clusterwatch.monitor.operators import set_operator
 from tests.monitor.records import example, recent, store
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.django_db
 def test_it_keeps_operators_who_are_not_staff_out_of_the_admin(
     client: Client, django_user_model: Any,
 ) -> None:
-    client.force_login(django_user_model.objects.create_user("operator", password="x" * 20))
+    user = django_user_model.objects.create_user("operator", password="x" * 20)
+    set_operator(user, True)
+    client.force_login(user)
     response = client.get("/admin/")
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
     assert client.get("/admin/monitor/hosttoken/").status_code == 302

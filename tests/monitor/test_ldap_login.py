@@ -152,7 +152,7 @@ def test_deactivating_a_directory_user_ends_their_session(
         settings, client: Client, directory: Slapd) -> None:
     configure(settings, directory)
     login(client, "bob", directory.user("bob").password)
-    assert client.get("/hosts/").status_code == 200
+    assert client.get("/hosts/").status_code == 404  # logged in: a researcher's refusal
     User.objects.filter(username="bob").update(is_active=False)
     response = client.get("/hosts/")
     assert response.status_code == 302 and response["Location"].startswith(settings.LOGIN_URL)

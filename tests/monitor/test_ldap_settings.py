@@ -98,6 +98,24 @@ def test_it_makes_staff_of_the_staff_groups_members(kind: Any, group_type: str) 
     assert settings["AUTH_LDAP_USER_FLAGS_BY_GROUP"] == {"is_staff": group}
     assert type(settings["AUTH_LDAP_GROUP_TYPE"]).__name__ == group_type
     assert settings["AUTH_LDAP_GROUP_SEARCH"].base_dn == group
+    assert "AUTH_LDAP_OPERATORS_GROUP" not in settings  # the operators group is the admin's
+
+
+def test_it_names_the_operators_group_alone_or_beside_the_staff_group() -> None:
+    operators = "cn=hpc-operators,ou=groups,dc=example,dc=org"
+    alone = from_environ({**MINIMAL, "CLUSTERWATCH_LDAP_OPERATORS_GROUP": operators,
+                          "CLUSTERWATCH_LDAP_GROUP_TYPE": "posixGroup"})
+    assert alone["AUTH_LDAP_OPERATORS_GROUP"] == operators
+    assert "AUTH_LDAP_USER_FLAGS_BY_GROUP" not in alone  # staff stays the admin's
+    assert alone["AUTH_LDAP_GROUP_SEARCH"].base_dn == operators
+    assert type(alone["AUTH_LDAP_GROUP_TYPE"]).__name__ == "PosixGroupType"
+    staff = "cn=staff,ou=groups,dc=example,dc=org"
+    both = from_environ({**MINIMAL, "CLUSTERWATCH_LDAP_OPERATORS_GROUP": operators,
+                         "CLUSTERWATCH_LDAP_STAFF_GROUP": staff})
+    assert both["AUTH_LDAP_USER_FLAGS_BY_GROUP"] == {"is_staff": staff}
+    assert both["AUTH_LDAP_OPERATORS_GROUP"] == operators
+    assert [search.base_dn for search in both["AUTH_LDAP_GROUP_SEARCH"].searches] == [
+        staff, operators]
 
 
 def test_it_trusts_only_the_ca_file_when_one_is_given(tmp_path: Path) -> None:
@@ -154,6 +172,11 @@ BAD = [
     ({"CLUSTERWATCH_LDAP_CA_FILE": "{absent}"}, "CLUSTERWATCH_LDAP_CA_FILE: cannot read {absent}"),
     ({"CLUSTERWATCH_LDAP_STAFF_GROUP": "staff"},
      "CLUSTERWATCH_LDAP_STAFF_GROUP must be a distinguished name"),
+    ({"CLUSTERWATCH_LDAP_OPERATORS_GROUP": "operators"},
+     "CLUSTERWATCH_LDAP_OPERATORS_GROUP must be a distinguished name"),
+    ({"CLUSTERWATCH_LDAP_OPERATORS_GROUP": "cn=ops,dc=example,dc=org",
+      "CLUSTERWATCH_LDAP_GROUP_TYPE": "nisNetgroup"},
+     "CLUSTERWATCH_LDAP_GROUP_TYPE must be one of"),
     ({"CLUSTERWATCH_LDAP_STAFF_GROUP": "cn=staff,dc=example,dc=org",
       "CLUSTERWATCH_LDAP_GROUP_TYPE": "nisNetgroup"},
      "CLUSTERWATCH_LDAP_GROUP_TYPE must be one of"),

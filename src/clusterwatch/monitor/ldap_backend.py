@@ -1,4 +1,4 @@
-"""The LDAP login backend: django-auth-ldap with the monitor's two rules and a clear message.
+"""The LDAP login backend: django-auth-ldap with the monitor's rules and a clear message.
 
 1. The Django user name is the directory's value of the username attribute (`uid`), as
    stored, whatever case or spaces the user typed: the usage reports match it against the
@@ -6,6 +6,9 @@
 2. A local account (one with a usable Django password, made by `createsuperuser` or in the
    admin) is never taken over by a directory entry of the same name: the LDAP backend
    refuses that name and the local password decides (ModelBackend, next in line).
+3. With AUTH_LDAP_OPERATORS_GROUP (CLUSTERWATCH_LDAP_OPERATORS_GROUP), every LDAP login
+   sets the user's membership of the Django group `operators` from the directory's group:
+   added when a member, taken out when not, as django-auth-ldap sets "staff".
 
 When the directory cannot be asked (down, too slow, TLS refused), django-auth-ldap logs the
 error and the login form would only say "wrong user name or password"; the `ldap_error`
@@ -23,7 +26,10 @@ from typing import Any, Optional
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
-from django_auth_ldap.backend import LDAPBackend, ldap_error
+from django_auth_ldap.backend import LDAPBackend, ldap_error, populate_user
+from django_auth_ldap.config import LDAPGroupQuery
+
+from clusterwatch.monitor.operators import set_operator
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +37,21 @@ DIRECTORY_DOWN = ("Your site account could not be checked: the directory server 
                   "not answer or refused the request. Try again in a few minutes; if it "
                   "goes on, tell the monitor's operators. Local accounts still log in.")
 _NOTED = "_clusterwatch_directory_down"  # request attribute: the message is added once
+_MEMBER = "_clusterwatch_ldap_operator"  # user attribute: the membership read at login
 
 
 class DirectoryBackend(LDAPBackend):
     # Read as AUTH_LDAP_USERNAME_ATTR, beside django-auth-ldap's own settings.
-    default_settings = {"USERNAME_ATTR": "uid"}
+    default_settings = {"USERNAME_ATTR": "uid", "OPERATORS_GROUP": None}
+
+    def authenticate_ldap_user(self, ldap_user: Any, password: str) -> Any:
+        user = super().authenticate_ldap_user(ldap_user, password)
+        # The membership was read while populating (where a directory error refuses the
+        # login); it is written now that a new user has been saved.
+        member = getattr(user, _MEMBER, None)
+        if user is not None and member is not None:
+            set_operator(user, member)
+        return user
 
     def get_or_build_user(self, username: str, ldap_user: Any) -> tuple[Any, bool]:
         name = self._directory_name(ldap_user)
@@ -74,5 +90,14 @@ def _directory_failed(sender: type, context: str, user: Any, request: Optional[H
     messages.error(request, DIRECTORY_DOWN, fail_silently=True)
 
 
+def _read_operator(sender: type, user: Any, ldap_user: Any, **kwargs: Any) -> None:
+    """Notes on `user` whether the directory has them in the operators group."""
+    group = ldap_user.settings.OPERATORS_GROUP
+    if group:
+        setattr(user, _MEMBER, bool(LDAPGroupQuery(group).resolve(ldap_user)))
+
+
+populate_user.connect(_read_operator, sender=DirectoryBackend,
+                      dispatch_uid="clusterwatch.monitor.ldap_backend.operators")
 ldap_error.connect(_directory_failed, sender=DirectoryBackend,
                    dispatch_uid="clusterwatch.monitor.ldap_backend")

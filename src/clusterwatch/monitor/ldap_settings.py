@@ -43,7 +43,8 @@ ATTRIBUTES = {  # variable suffix -> (Django user field, default LDAP attribute)
 }
 KNOWN = frozenset(PREFIX + name for name in (
     "URI", "USER_DN_TEMPLATE", "USER_SEARCH_BASE", "USER_FILTER", "BIND_DN",
-    "BIND_PASSWORD_FILE", "START_TLS", "CA_FILE", "STAFF_GROUP", "GROUP_TYPE", "TIMEOUT_S",
+    "BIND_PASSWORD_FILE", "START_TLS", "CA_FILE", "STAFF_GROUP", "OPERATORS_GROUP",
+    "GROUP_TYPE", "TIMEOUT_S",
     *ATTRIBUTES))
 _ATTRIBUTE = re.compile(r"[A-Za-z][A-Za-z0-9-]*\Z")
 _URI = re.compile(r"(?i:ldaps?)://(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])"  # host or [IPv6]
@@ -91,10 +92,11 @@ def _ldap_settings(values: Mapping[str, str], credentials: str) -> dict[str, Any
         "AUTH_LDAP_CONNECTION_OPTIONS": _connection_options(ldap, timeout, values),
     }
     result.update(_user_lookup(config, ldap, values))
-    if PREFIX + "STAFF_GROUP" in values:
-        result.update(_staff(config, ldap, values))
+    if PREFIX + "STAFF_GROUP" in values or PREFIX + "OPERATORS_GROUP" in values:
+        result.update(_groups(config, ldap, values))
     elif PREFIX + "GROUP_TYPE" in values:
-        raise ValueError(f"{PREFIX}GROUP_TYPE says what {PREFIX}STAFF_GROUP is; set that too")
+        raise ValueError(f"{PREFIX}GROUP_TYPE says what {PREFIX}STAFF_GROUP or {PREFIX}"
+                         "OPERATORS_GROUP is; set one of them too")
     return result
 
 
@@ -222,8 +224,11 @@ def _balanced(search_filter: str) -> bool:
     return search_filter.startswith("(") and depth == 0
 
 
-def _staff(config: Any, ldap: Any, values: Mapping[str, str]) -> dict[str, Any]:
-    group = _dn(values, "STAFF_GROUP")
+def _groups(config: Any, ldap: Any, values: Mapping[str, str]) -> dict[str, Any]:
+    """The staff flag and the operators group from the directory: each group is named by
+    its DN, and both are of CLUSTERWATCH_LDAP_GROUP_TYPE."""
+    staff = _dn(values, "STAFF_GROUP") if PREFIX + "STAFF_GROUP" in values else None
+    operators = _dn(values, "OPERATORS_GROUP") if PREFIX + "OPERATORS_GROUP" in values else None
     kind = values.get(PREFIX + "GROUP_TYPE", GROUP_TYPES[0])
     types = {name.lower(): name for name in GROUP_TYPES}
     if kind.lower() not in types:
@@ -232,10 +237,17 @@ def _staff(config: Any, ldap: Any, values: Mapping[str, str]) -> dict[str, Any]:
     group_type = {"groupofnames": config.GroupOfNamesType,
                   "groupofuniquenames": config.GroupOfUniqueNamesType,
                   "posixgroup": config.PosixGroupType}[kind.lower()]()
-    return {
-        # Membership is one compare on the group itself; the search (required by
-        # django-auth-ldap) is only its fallback.
-        "AUTH_LDAP_GROUP_SEARCH": config.LDAPSearch(group, ldap.SCOPE_BASE),
+    # Membership is one compare (or base search) on each group itself; the search, which
+    # django-auth-ldap requires, is only its fallback.
+    searches = [config.LDAPSearch(dn, ldap.SCOPE_BASE) for dn in (staff, operators) if dn]
+    result: dict[str, Any] = {
+        "AUTH_LDAP_GROUP_SEARCH": searches[0] if len(searches) == 1
+        else config.LDAPSearchUnion(*searches),
         "AUTH_LDAP_GROUP_TYPE": group_type,
-        "AUTH_LDAP_USER_FLAGS_BY_GROUP": {"is_staff": group},
     }
+    if staff is not None:
+        result["AUTH_LDAP_USER_FLAGS_BY_GROUP"] = {"is_staff": staff}
+    if operators is not None:
+        # Read by ldap_backend.DirectoryBackend: sets the Django group `operators`.
+        result["AUTH_LDAP_OPERATORS_GROUP"] = operators
+    return result

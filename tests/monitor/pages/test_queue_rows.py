@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clusterwatch.monitor.operators import set_operator
 from clusterwatch.monitor.pages.age import stamp
 from clusterwatch.monitor.pages.cells import esc, job_href
 from clusterwatch.monitor.pages.failed_calls import FailedCalls
@@ -142,7 +143,9 @@ def test_it_escapes_the_database_rows() -> None:
 def test_it_shows_a_queue_page_whose_record_pushed_an_odd_pandaid(
     client: Client, django_user_model: Any,
 ) -> None:
-    client.force_login(django_user_model.objects.create_user("operator", password="p" * 20))
+    user = django_user_model.objects.create_user("operator", password="p" * 20)
+    set_operator(user, True)
+    client.force_login(user)
     record = recent(example(), timezone.now() - dt.timedelta(minutes=1))
     record["submission"]["recent_pushes"][0].update(queue=QUEUE, pandaid=-4)
     store(record)

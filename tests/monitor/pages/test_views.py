@@ -11,6 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from clusterwatch.monitor.ingest import tokens
+from clusterwatch.monitor.operators import set_operator
 from tests.monitor.records import (
     QUEUE,
     SSL_MESSAGE,
@@ -42,7 +43,8 @@ def test_it_redirects_the_root_to_the_hosts_page(operator: Client) -> None:
 
 
 def test_it_logs_an_operator_in_and_out(client: Client, django_user_model: Any) -> None:
-    django_user_model.objects.create_user("operator", password="a long pass phrase")
+    set_operator(django_user_model.objects.create_user("operator",
+                                                       password="a long pass phrase"), True)
     page = client.get("/accounts/login/")
     assert page.status_code == 200 and b'name="password"' in page.content
     wrong = client.post("/accounts/login/", {"username": "operator", "password": "nope"})
@@ -220,14 +222,15 @@ def test_it_reads_only_the_latest_records_of_the_queue(
         for minutes in (60, 30, 15, 5, 1):  # older records of each key stay in the table
             store(as_key(recent(all_fetches_failing(example()),
                                 now - dt.timedelta(minutes=minutes)), key))
-    # session, user, the queue's latest records (one join): the same for 1 or 50 harvesters
-    with django_assert_max_num_queries(3):
+    # session, user, the operators-group check, the queue's latest records (one join): the
+    # same for 1 or 50 harvesters
+    with django_assert_max_num_queries(4):
         response = operator.get(f"/queues/{QUEUE}/")
     assert response.status_code == 200
     assert text_of(response).count("1 min ago") >= 5
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         assert operator.get("/hosts/").status_code == 200
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         assert operator.get("/jobs/6723451/").status_code == 200
 
 

@@ -130,7 +130,8 @@ def test_it_reads_the_page_in_one_query(operator: Client, tmp_path: Path,
     for number in range(3):
         store(as_key(full_record(tmp_path), f"harvester{number}"))
 
-    with django_assert_max_num_queries(3):  # session, user, the latest records' parts
+    # session, user, the operators-group check, the latest records' parts
+    with django_assert_max_num_queries(4):
         response = operator.get(URL)
 
     assert response.content.decode().count("<tr data-queue=") == 3

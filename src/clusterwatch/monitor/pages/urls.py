@@ -1,22 +1,26 @@
 """The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.urls`;
-`/` is the usage reports' index, or a redirect to the hosts page when they are off)."""
+`/` is the usage reports' index, or a redirect to the hosts page when they are off).
+
+Every page here is wrapped in `operators_only` (staff, superusers, the operators group);
+the image-demand API is not a page: it answers any login or usage token, as documented."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from clusterwatch.monitor.pages import alarms, views, worker_starts_view
+from clusterwatch.monitor.pages.operator_guard import operators_only
 from clusterwatch.monitor.panda import image_demand_view
 
 urlpatterns = [
-    path("hosts/", views.host_list, name="monitor-hosts"),
-    path("queues/", views.queue_list, name="monitor-queues"),
+    path("hosts/", operators_only(views.host_list), name="monitor-hosts"),
+    path("queues/", operators_only(views.queue_list), name="monitor-queues"),
     # `path`, not `str`: a queue name with a slash must still reach its page.
-    path("queues/<path:queue>/", views.queue_detail, name="monitor-queue"),
-    path("jobs/", views.job_lookup, name="monitor-jobs"),
-    path("jobs/<int:pandaid>/", views.job_detail, name="monitor-job"),
-    path("alarms/", alarms.alarm_list, name="monitor-alarms"),
-    path("panda/worker-starts/", worker_starts_view.worker_starts,
+    path("queues/<path:queue>/", operators_only(views.queue_detail), name="monitor-queue"),
+    path("jobs/", operators_only(views.job_lookup), name="monitor-jobs"),
+    path("jobs/<int:pandaid>/", operators_only(views.job_detail), name="monitor-job"),
+    path("alarms/", operators_only(alarms.alarm_list), name="monitor-alarms"),
+    path("panda/worker-starts/", operators_only(worker_starts_view.worker_starts),
          name="monitor-worker-starts"),
     path("api/osg-image-demand/", image_demand_view.osg_image_demand,
          name="osg-image-demand"),

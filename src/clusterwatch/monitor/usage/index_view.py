@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.models import LatestReport
+from clusterwatch.monitor.operators import is_operator
 from clusterwatch.monitor.usage.answers import kept_private
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.list_params import reads_dates
@@ -57,5 +58,5 @@ def _index(request: HttpRequest) -> HttpResponse:
                       "Staff: the least efficient recent jobs of every user."))
     return render(request, "usage/index.html", {
         "paths": paths, "example_jobid": jobid,
-        "harvester": LatestReport.objects.exists(),
+        "harvester": is_operator(request.user) and LatestReport.objects.exists(),
     })

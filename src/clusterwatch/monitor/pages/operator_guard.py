@@ -1,0 +1,37 @@
+"""The guard of every operator page (applied in pages/urls.py, where the paths are defined).
+
+Anonymous visitors go to the login page, as before. A logged-in user who is not an operator
+(clusterwatch.monitor.operators) gets what the usage pages answer about someone else's job:
+404 and the same problem page, which says nothing of what the page would have shown, kept
+by no cache. Operators get the page.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+
+from clusterwatch.monitor.operators import is_operator
+from clusterwatch.monitor.usage.answers import Refusal, kept_private
+from clusterwatch.monitor.usage.page_views import NO_SUCH_PAGE, problem
+
+View = Callable[..., HttpResponse]
+NEXT_STEP = (
+    "Check the address. The harvester pages are for the pool's operators; you see "
+    "your own jobs' reports."
+)
+
+
+def operators_only(view: View) -> View:
+    @functools.wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not is_operator(request.user):
+            return kept_private(problem(request, Refusal(404, NO_SUCH_PAGE), NEXT_STEP))
+        return view(request, *args, **kwargs)
+
+    return guarded
