@@ -2,11 +2,9 @@
 every kind of asker, through HTTP (Django's test client; gunicorn:
 test_operator_access_served.py).
 
-The operator paths are derived from the URLconf, as the usage matrix's are: every path that
-is not the usage reports' (their own matrix, tests/monitor/usage/test_access.py), the ingest
-API (host tokens), the admin (staff, Django's own check), the login pages, or one of the few
-OPEN paths below. A new page is in the table without anyone listing it; a path the table
-cannot build fails it.
+The operator paths are derived from the URLconf, as the usage matrix's are
+(tests/monitor/pages/operator_paths.py): a new page is in the table without anyone listing
+it; a path the table cannot build fails it.
 
 A researcher (a local account, or an LDAP one without staff rights) gets what the usage
 pages answer about someone else's job: 404, their problem page, nothing of the harvesters.
@@ -18,13 +16,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 from django.utils import timezone
 
 from clusterwatch.loopback.slapd import Slapd
@@ -34,67 +32,17 @@ from clusterwatch.monitor.operators import GROUP, is_operator, set_operator
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import get_config
 from tests.monitor.ldap_support import configure, login
-from tests.monitor.records import KEY, QUEUE, example, recent, store
+from tests.monitor.pages.operator_paths import KNOWN_PAGES, OPEN, operator_paths, operator_patterns
+from tests.monitor.records import KEY, example, recent, store
 
 pytestmark = pytest.mark.django_db
 
-PANDAID = 6723451  # a job the example record pushed
-ARGUMENTS = {"queue": QUEUE, "pandaid": PANDAID}
-# Included URLconfs that are not operator pages, and why.
-NOT_OPERATOR_PAGES = {
-    "clusterwatch.monitor.usage.urls": "the usage reports: their own access matrix",
-    "clusterwatch.monitor.ingest.urls": "the reporters' API, authenticated by host tokens",
-    "django.contrib.auth.urls": "logging in and out",
-}
-OPEN = {  # paths of the operator URLconfs that are not pages, by name
-    "osg-image-demand": "aggregate counts per image for an allocator's usage token "
-    "(docs/monitor.md, Image demand API)",
-}
 # What a refusal must never show: the harvester's host, its failed calls, its server.
 HIDDEN = (KEY.encode(), b"SSLError", b"pandaserver01")
-KNOWN_PAGES = {
-    "monitor-hosts",
-    "monitor-queues",
-    "monitor-queue",
-    "monitor-jobs",
-    "monitor-job",
-    "monitor-alarms",
-    "monitor-worker-starts",
-}
-
-
-def _patterns(patterns: list[Any]) -> Iterator[URLPattern]:
-    for entry in patterns:
-        if isinstance(entry, URLResolver):
-            name = getattr(entry.urlconf_name, "__name__", entry.urlconf_name)
-            if entry.app_name == "admin" or name in NOT_OPERATOR_PAGES:
-                continue
-            yield from _patterns(entry.url_patterns)
-        else:
-            yield entry
-
-
-def operator_paths() -> list[str]:
-    """Every operator page of the URLconf, with the table's ARGUMENTS."""
-    paths = []
-    for pattern in _patterns(get_resolver().url_patterns):
-        assert pattern.name, f"an operator path without a name: {pattern.pattern}"
-        if pattern.name in OPEN:
-            continue
-        missing = set(pattern.pattern.converters) - set(ARGUMENTS)
-        assert not missing, f"{pattern.name}: add {missing} to ARGUMENTS"
-        paths.append(
-            str(
-                reverse(
-                    pattern.name, kwargs={key: ARGUMENTS[key] for key in pattern.pattern.converters}
-                )
-            )
-        )
-    return paths
 
 
 def test_the_table_holds_every_known_operator_page() -> None:
-    names = {p.name for p in _patterns(get_resolver().url_patterns)}
+    names = {p.name for p in operator_patterns()}
     assert names >= KNOWN_PAGES
     assert len(operator_paths()) == len(names - set(OPEN))
 
