@@ -8,6 +8,7 @@ import getpass
 import os
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,46 @@ def test_the_slurm_wrapper_queues_the_end_of_a_job_and_hands_other_mails_on(
                            env={**base, "SLURM_JOB_MAIL_TYPE": "Ended"})
     assert ended.returncode == 0 and "job 90: sent" in ended.stderr, ended.stderr
     assert [m["Subject"].split()[1] for m in cli.smtp.wait_for(1)] == ["90"]
+
+
+def test_one_unreadable_accounting_line_is_skipped_named_and_counted(cli: Cli) -> None:
+    # Issue 19, item 8: one `Start` that is no time stopped every email, run after run.
+    for jobid in ("30", "31", "32"):
+        cli.ended_job(jobid)
+    cli.site.change("31", Start="notatime")
+    first = cli.run("monitor", "usage_mail")
+    assert first.returncode == 0, first.stderr
+    assert sorted(first.stdout.splitlines()) == [f"job 30: sent: to alice@{DOMAIN}",
+                                                 f"job 32: sent: to alice@{DOMAIN}"]
+    named = [line for line in first.stderr.splitlines() if "usage_mail: skipped" in line]
+    assert named == ["usage_mail: skipped job 31 accounting lists: sacct line 3: field Start: "
+                     "not a time: 'notatime'"]
+    assert "2 jobs ended since" in first.stderr and "2 queued" in first.stderr
+    assert "1 unreadable in accounting (skipped)" in first.stderr
+    again = cli.run("monitor", "usage_mail")
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert len(cli.smtp.wait_for(3, timeout=1)) == 2
+
+
+def test_a_heterogeneous_job_gets_one_email_whoever_queues_it(cli: Cli) -> None:
+    # Issue 19, item 12: its components 87100+0 and 87100+1 got one each, beside MailProg's.
+    start = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=30)
+    cli.site.job("87100+0", raw_id="87100", start=start, hours=0.25, cpus=4)
+    cli.site.job("87100+1", raw_id="87101", start=start, hours=0.25, cpus=1)
+    mailprog = finished(cli.mailprog("87100"))
+    assert mailprog.returncode == 0, mailprog.stderr
+    poller = cli.run("monitor", "usage_mail")
+    assert poller.returncode == 0, poller.stderr
+    assert ", 0 queued" in poller.stderr  # MailProg's 87100 is the job of both components
+    [message] = cli.smtp.wait_for(2, timeout=1)
+    assert message["Subject"].startswith("Job 87100 (analysis)")
+    text = parts(message)["text"]
+    assert "Your job 87100 (analysis)" in text and "87100+" not in text
+    assert "5 CPUs" in text  # its components' 4 and 1
+    # Without MailProg the poller alone queues the job once, by the same id.
+    later = start + timedelta(minutes=12)  # ended since the last run, less its overlap
+    cli.site.job("87200+0", raw_id="87200", start=later, hours=0.25)
+    cli.site.job("87200+1", raw_id="87201", start=later, hours=0.25)
+    alone = cli.run("monitor", "usage_mail")
+    assert alone.returncode == 0 and ", 1 queued" in alone.stderr, alone.stderr
+    assert alone.stdout == f"job 87200: sent: to alice@{DOMAIN}\n"

@@ -18,7 +18,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Callable, Optional, TypeVar, Union
 
@@ -51,6 +51,7 @@ FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "State", "Start",
 FORMAT = ",".join(FIELDS)
 
 _T = TypeVar("_T")
+_N = TypeVar("_N", int, float)
 Values = dict[str, str]
 # A job's place in a bounded listing (larger is kept first); None: not in the listing.
 Rank = Callable[[Values, Optional[tzinfo]], Optional[float]]
@@ -107,6 +108,13 @@ def find_job(output: Union[str, bytes, Iterable[bytes]], jobid: str, delimiter: 
     for number, values in records(_chunks(output), delimiter.encode(), len(FIELDS)):
         collector.add(number, dict(zip(FIELDS, values)))
     jobs = collector.jobs
+    components = [job for job in jobs.values()
+                  if job.values["JobID"].partition("+")[0] == jobid and "+" in job.values["JobID"]]
+    if components:  # a heterogeneous job asked for by its own id: all its components
+        try:
+            return _heterogeneous(jobid, [_record(job, zone) for job in components])
+        except _Unreadable as exc:
+            raise AccountingFailed(str(exc)) from None
     for key in ("JobID", "JobIDRaw"):
         for job in jobs.values():
             if job.values[key] == jobid:
@@ -242,6 +250,34 @@ def _record(job: _Job, zone: Optional[tzinfo]) -> JobRecord:
         exit_code=v["ExitCode"],
         jobid_raw=v["JobIDRaw"],
     )
+
+
+def _heterogeneous(jobid: str, parts: list[JobRecord]) -> JobRecord:
+    """One heterogeneous job from its components (`87100+0`, `87100+1`), as its user and
+    MailProg know it: what they were given and used added up, its span from the first start
+    to the last end, the first component's name, state and raw id (SLURM_JOB_ID's)."""
+    first = parts[0]
+    starts = [p.start for p in parts if p.start is not None]
+    ends = [p.end for p in parts if p.end is not None]
+
+    def total(values: list[Optional[_N]]) -> Optional[_N]:
+        known = [v for v in values if v is not None]
+        return sum(known[1:], known[0]) if known else None
+
+    return replace(
+        first, jobid=jobid,
+        start=min(starts) if starts else None,
+        end=max(ends) if len(ends) == len(parts) else None,  # it ends with its last part
+        elapsed_s=max(p.elapsed_s for p in parts),
+        cpus_allocated=sum(p.cpus_allocated for p in parts),
+        memory_requested_bytes=total([p.memory_requested_bytes for p in parts]),
+        gpus=sum(p.gpus for p in parts), nodes=sum(p.nodes for p in parts),
+        nodelist=",".join(p.nodelist for p in parts if p.nodelist),
+        max_rss_bytes=total([p.max_rss_bytes for p in parts]),
+        total_cpu_s=total([p.total_cpu_s for p in parts]),
+        user_cpu_s=total([p.user_cpu_s for p in parts]),
+        system_cpu_s=total([p.system_cpu_s for p in parts]),
+        state=next((p.state for p in parts if p.state != "COMPLETED"), first.state))
 
 
 def _memory(values: dict[str, str], req_tres: dict[str, str], cpus: int,

@@ -42,9 +42,11 @@ class UserJobs(list[UsageDocument]):
 
 
 def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = None,
-              source: Optional[Accounting] = None, limit: int = LIMIT) -> UserJobs:
-    """The user's jobs since `since`, newest first. AccountingFailed/AccountingConfigError."""
+              source: Optional[Accounting] = None, limit: Optional[int] = None) -> UserJobs:
+    """The user's jobs since `since`, newest first (the newest `limit`, LIMIT by default).
+    AccountingFailed/AccountingConfigError."""
     config = config or get_config()
+    limit = LIMIT if limit is None else limit
     listing = (source or accounting(config)).jobs_of_user(user, since, limit=limit)
     # Only the jobs accounting files under exactly this name: sacct resolves --user through
     # the name service, which may ignore case (sssd) or read a number as a uid, so its answer
