@@ -8,6 +8,9 @@ let a fake sacct put the delimiter it was asked for in SEP's place (with_delimit
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from clusterwatch.monitor.usage.sacct_parse import FIELDS
 
 # A finished two-CPU job with its batch and extern steps, as Slurm 22.05 prints it with
@@ -54,3 +57,23 @@ def with_delimiter(path: str) -> str:
     (the default `|` without one)."""
     return ('d="|"; for a; do case "$a" in --delimiter=*) d="${a#--delimiter=}";; esac; done\n'
             f'exec sed "s#<|sep|>#$d#g" {path}')
+
+
+
+def history_sacct(path: Path, jobs: int, user: str = "alice") -> None:
+    """A sacct that streams `jobs` finished jobs of `user` (an allocation and a batch line
+    each, one a minute from 2023-11-14), whatever it is asked, with the delimiter asked for."""
+    times = {"Start": "{start}", "End": "{end}"}
+    head = line(JobID="{jobid}", JobIDRaw="{jobid}", User=user, JobName="run-{jobid}",
+                **times) + "\n"
+    batch = step("{jobid}.batch", "204800K", JobName="batch", **times) + "\n"
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "d = next((a.split('=', 1)[1] for a in sys.argv if a.startswith('--delimiter=')), '|')\n"
+        f"head, batch = {head!r}.replace({SEP!r}, d), {batch!r}.replace({SEP!r}, d)\n"
+        f"for n in range({jobs}):\n"
+        "    start = 1700000000 + n * 60\n"
+        "    sys.stdout.write(head.format(jobid=100000 + n, start=start, end=start + 3600))\n"
+        "    sys.stdout.write(batch.format(jobid=100000 + n, start=start, end=start + 3600))\n")
+    path.chmod(0o755)
