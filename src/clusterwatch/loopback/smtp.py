@@ -5,9 +5,11 @@ free loopback port (the harness's supervisor's, again on another when it was tak
 `smtp.messages` are the accepted messages, parsed. It can require a
 login (`login=(user, password)`, AUTH PLAIN/LOGIN without TLS, on loopback only), answer
 DATA with an error for a while (`refuse(...)`), hold its answer to DATA until the test
-releases it (`hold()`, `wait_held()`, `release()`: a send caught in flight), or go down and
-come back on the same port (`down()`, `up()`), which is how the tests show that a failed send
-is retried, never lost.
+releases it (`hold()`, `wait_held()`, `release()`: a send caught in flight), drop a session
+between two messages (`drop_after(n)`), or go down and come back on the same port (`down()`,
+`up()`), which is how the tests show that a failed send is retried, never lost.
+`connections` counts the client sessions (each greeted with EHLO or HELO), so a test can see
+how many connections a run opened.
 aiosmtpd is a development dependency: without it the server raises MissingComponent.
 """
 
@@ -34,10 +36,14 @@ class SmtpServer:
         self.messages: list[EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []  # (MAIL FROM, RCPT TOs)
         self.failed_logins = 0
+        self.connections = 0
+        self._drop_at: Optional[int] = None
+        self._drop_answer: Optional[str] = None
         self._refusal: Optional[str] = None
         self._lock = threading.Lock()
         self._held_changed = threading.Condition(self._lock)
         self._holding = False
+        self._hold_after = 0
         self._held: list[tuple[EmailMessage, threading.Event]] = []
         self._controller: Any = None
 
@@ -87,8 +93,9 @@ class SmtpServer:
         """Answer DATA with `answer` (e.g. "451 4.3.0 try again later"); None accepts again."""
         self._refusal = answer
 
-    def hold(self) -> None:
-        """From now on keep each message, then hold its answer to DATA until `release()`.
+    def hold(self, after: int = 0) -> None:
+        """From now on keep each message, then hold its answer to DATA until `release()`
+        (`after`: the next `after` messages are answered at once, those after them held).
 
         A client is then in the middle of a send (its message taken, no "250" yet) for as
         long as the test needs, instead of for as long as a fixed wait lasts; `wait_held()`
@@ -97,6 +104,22 @@ class SmtpServer:
         """
         with self._lock:
             self._holding = True
+            self._hold_after = len(self.messages) + after
+
+    def drop_after(self, count: int, answer: Optional[str] = None) -> None:
+        """Once `count` messages in all are taken, the session that took the last of them
+        is closed when its client starts another (MAIL FROM), once: answered with `answer`
+        (e.g. "421 4.4.2 closing connection") or with nothing, as a server that times a
+        session out or restarts does. Messages already taken are kept."""
+        with self._lock:
+            self._drop_at, self._drop_answer = count, answer
+
+    def _dropping(self) -> bool:
+        with self._lock:
+            if self._drop_at is None or len(self.messages) < self._drop_at:
+                return False
+            self._drop_at = None
+            return True
 
     def release(self) -> int:
         """Answer every held DATA and stop holding; return how many were held."""
@@ -142,7 +165,8 @@ class SmtpServer:
         taken = len(self.messages)
         answer = self._accept(mail_from, rcpt_tos, content)
         with self._held_changed:
-            if not self._holding or len(self.messages) == taken:  # not held: refused
+            if (not self._holding or len(self.messages) == taken  # not held: refused
+                    or len(self.messages) <= self._hold_after):
                 return answer, None
             # No other session runs between _accept and here (one event loop): ours is last.
             gate = threading.Event()
@@ -177,6 +201,36 @@ class SmtpServer:
 class _Handler:
     def __init__(self, server: SmtpServer) -> None:
         self._server = server
+
+    async def handle_EHLO(self, _server: Any, session: Any, _envelope: Any, hostname: str,
+                          responses: list[str]) -> list[str]:
+        self._greeted(session, hostname)
+        return responses
+
+    async def handle_HELO(self, _server: Any, session: Any, _envelope: Any,
+                          hostname: str) -> str:
+        self._greeted(session, hostname)
+        return f"250 {_server.hostname}"
+
+    def _greeted(self, session: Any, hostname: str) -> None:
+        # A client greets once per connection (again after STARTTLS, which this server
+        # does not offer), so greeted sessions are its connections; the Controller's own
+        # readiness probe connects without greeting and is not counted.
+        session.host_name = hostname
+        with self._server._lock:
+            self._server.connections += 1
+
+    async def handle_MAIL(self, server: Any, _session: Any, envelope: Any, address: str,
+                          mail_options: list[str]) -> str:
+        if self._server._dropping():
+            answer = self._server._drop_answer
+            if answer is not None:
+                await server.push(answer)
+            server.transport.abort()  # at once: nothing more reaches the client
+            return answer or "421 4.4.2 closing connection"  # written nowhere
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:
         content = envelope.original_content or envelope.content

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 import smtplib
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable, Optional
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives, get_connection
 
 from clusterwatch.monitor.usage import mail_outbox
 from clusterwatch.monitor.usage.accounting import (
@@ -25,7 +25,10 @@ from clusterwatch.monitor.usage.accounting import (
     UnknownJob,
 )
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
+from clusterwatch.monitor.usage.mail_connection import SmtpLink
+from clusterwatch.monitor.usage.mail_content import MailContent
 from clusterwatch.monitor.usage.mail_message import build_message, compose, describe
+from clusterwatch.monitor.usage.mail_pdfs import POOL_FROM, RunPdfs, Ticket, render_workers
 from clusterwatch.monitor.usage.mail_recipient import greeting_name, recipient_for
 from clusterwatch.monitor.usage.mail_settings import (
     MailSettings,
@@ -37,7 +40,6 @@ from clusterwatch.monitor.usage.models import KeptSummary, UsageMail
 from clusterwatch.monitor.usage.report import (
     KEEP_AFTER_SCRAPES,
     MetricsUnavailable,
-    UsageReport,
     load_report,
 )
 from clusterwatch.monitor.usage.sources import accounting
@@ -84,37 +86,105 @@ def outcome_line(delivery: Delivery) -> str:
 
 def deliver_due(sender: Sender, now: datetime,
                 progress: Callable[[str], None] = lambda _line: None) -> list[Delivery]:
-    """Every due pending row, each claimed first (a row another run holds is `busy`)."""
+    """Every due pending row, each claimed first (a row another run holds is `busy`), over
+    one SMTP connection. The PDFs are drawn ahead of the sends, a few rows at a time (on
+    several processes for a large run: mail_pdfs), so a row is claimed only just before its
+    email is built; a row is marked sent right after the server's "250", as before."""
     ids = mail_outbox.due(now)
     if len(ids) > 1:
         progress(f"usage_mail: {len(ids)} emails due")
-    results = []
-    for number, row_id in enumerate(ids, 1):
-        if sender.dry_run:
-            row: Optional[UsageMail] = UsageMail.objects.get(id=row_id)
-        else:
-            row = mail_outbox.claim(row_id, now)
-        if row is None:
-            results.append(Delivery(str(row_id), "busy", "another run has it"))
-            continue
-        results.append(deliver(row, sender, now))
-        if number % 25 == 0:
-            progress(f"usage_mail: {number} of {len(ids)} emails tried")
-    return results
+    results: list[Optional[Delivery]] = []
+    building: deque[tuple[int, _Built]] = deque()  # in the order they were claimed
+    with _Run(sender, expected=len(ids)) as run:
+        try:
+            for number, row_id in enumerate(ids, 1):
+                outcome = _claimed(row_id, sender, now, run)
+                results.append(outcome if isinstance(outcome, Delivery) else None)
+                if isinstance(outcome, _Built):
+                    building.append((len(results) - 1, outcome))
+                while building and (len(building) > run.ahead
+                                    or run.pdfs.ready(building[0][1].ticket)):
+                    index, built = building.popleft()
+                    results[index] = _send(built, sender, now, run)
+                if number % 25 == 0:
+                    progress(f"usage_mail: {number} of {len(ids)} emails tried")
+            while building:
+                index, built = building[0]
+                results[index] = _send(built, sender, now, run)
+                building.popleft()
+        except BaseException:
+            # A configuration error (exit 78) or an interrupt: rows not sent go back as they
+            # were (the one being sent, if any, already has: _send).
+            if not sender.dry_run:
+                for _index, built in building:
+                    mail_outbox.release(built.row)
+            raise
+        if run.pdfs.drawn + run.pdfs.cached:
+            progress(run.summary())
+    return [result for result in results if result is not None]
 
 
 def deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
     """Deliver a claimed row (under dry-run: any row, nothing written or sent)."""
+    with _Run(sender, expected=1) as run:
+        try:
+            outcome = _deliver(row, sender, now, run)
+            return outcome if isinstance(outcome, Delivery) else _send(outcome, sender, now,
+                                                                        run)
+        except BaseException:
+            # A configuration error (exit 78) or an interrupt: the row goes back as it was.
+            if not sender.dry_run:
+                mail_outbox.release(row)
+            raise
+
+
+class _Run:
+    """What the deliveries of one run share: the SMTP connection and the PDFs."""
+
+    def __init__(self, sender: Sender, expected: int) -> None:
+        workers = render_workers() if expected >= POOL_FROM else 1
+        self.pdfs = RunPdfs(sender.config.cache_dir, workers)
+        self.ahead = 2 * workers  # PDFs ordered before the oldest is sent
+        self.link = SmtpLink(sender.password)
+
+    def summary(self) -> str:
+        pdfs = self.pdfs
+        return (f"usage_mail: {pdfs.drawn} PDFs drawn, {pdfs.cached} from the render cache, "
+                f"over {self.link.opened} SMTP connection{'' if self.link.opened == 1 else 's'}")
+
+    def __enter__(self) -> _Run:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.link.close()
+        self.pdfs.close()
+
+
+@dataclass
+class _Built:
+    """A row whose email is decided and whose PDF is ordered."""
+
+    row: UsageMail
+    content: MailContent
+    ticket: Ticket
+
+
+def _claimed(row_id: int, sender: Sender, now: datetime, run: _Run) -> Delivery | _Built:
+    if sender.dry_run:
+        row: Optional[UsageMail] = UsageMail.objects.get(id=row_id)
+    else:
+        row = mail_outbox.claim(row_id, now)
+    if row is None:
+        return Delivery(str(row_id), "busy", "another run has it")
     try:
-        return _deliver(row, sender, now)
+        return _deliver(row, sender, now, run)
     except BaseException:
-        # A configuration error (exit 78) or an interrupt: the row goes back as it was.
         if not sender.dry_run:
             mail_outbox.release(row)
         raise
 
 
-def _deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
+def _deliver(row: UsageMail, sender: Sender, now: datetime, run: _Run) -> Delivery | _Built:
     try:
         waiting = _not_final(row, sender.config, now)
         if waiting is not None:
@@ -138,20 +208,41 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
             mail_outbox.skipped(row, why)
         return Delivery(row.jobid, "skipped", why)
     try:
-        message = _message(row, report, sender)
+        content = compose(document, greeting=greeting_name(document["user"]),
+                          base_url=sender.mail.base_url)
+        ticket = run.pdfs.order(document, report.series, report.series_note)
     except Exception as exc:  # a job whose report cannot be drawn must not stop the others
-        log.exception("end-of-job email of job %s: could not be built", row.jobid)
-        return _failed(row, sender, f"the email could not be built: {type(exc).__name__}", now)
-    if sender.dry_run:
-        return Delivery(row.jobid, "dry-run", describe(message))
+        return _unbuilt(row, sender, exc, now)
+    return _Built(row, content, ticket)
+
+
+def _send(built: _Built, sender: Sender, now: datetime, run: _Run) -> Delivery:
+    row = built.row
     try:
-        message.connection = get_connection(password=sender.password or None,
-                                            fail_silently=False)
-        message.send()
-    except (smtplib.SMTPException, OSError) as exc:
-        return _failed(row, sender, _smtp_error(exc, sender.password), now)
-    mail_outbox.sent(row, now)
-    return Delivery(row.jobid, "sent", f"to {row.recipient}")
+        try:
+            pdf = run.pdfs.take(built.ticket)
+            message = build_message(built.content, jobid=row.jobid, pdf=pdf,
+                                    sender=sender.mail.sender, recipient=row.recipient,
+                                    queued_at=row.created_at)
+        except Exception as exc:
+            return _unbuilt(row, sender, exc, now)
+        if sender.dry_run:
+            return Delivery(row.jobid, "dry-run", describe(message))
+        try:
+            run.link.send(message)
+        except (smtplib.SMTPException, OSError) as exc:
+            return _failed(row, sender, _smtp_error(exc, sender.password), now)
+        mail_outbox.sent(row, now)
+        return Delivery(row.jobid, "sent", f"to {row.recipient}")
+    except BaseException:
+        if not sender.dry_run:
+            mail_outbox.release(row)
+        raise
+
+
+def _unbuilt(row: UsageMail, sender: Sender, exc: Exception, now: datetime) -> Delivery:
+    log.error("end-of-job email of job %s: could not be built", row.jobid, exc_info=exc)
+    return _failed(row, sender, f"the email could not be built: {type(exc).__name__}", now)
 
 
 def _to_owner(row: UsageMail, sender: Sender, owner: str) -> Optional[Delivery]:
@@ -171,21 +262,6 @@ def _to_owner(row: UsageMail, sender: Sender, owner: str) -> Optional[Delivery]:
         mail_outbox.readdress(row, owner, recipient)
     row.user, row.recipient = owner[:64], recipient
     return None
-
-
-def _message(row: UsageMail, report: UsageReport, sender: Sender) -> EmailMultiAlternatives:
-    # The renderers (matplotlib, reportlab) load here, not at import: most MailProg runs
-    # only queue a job whose figures are not final yet, within slurmctld's 120 s.
-    from clusterwatch.monitor.usage.render_cache import RenderCache
-    from clusterwatch.monitor.usage.rendered import report_pdf
-
-    document = report.document
-    content = compose(document, greeting=greeting_name(document["user"]),
-                      base_url=sender.mail.base_url)
-    pdf = report_pdf(RenderCache(sender.config.cache_dir), document, report.series,
-                     report.series_note)
-    return build_message(content, jobid=row.jobid, pdf=pdf, sender=sender.mail.sender,
-                         recipient=row.recipient, queued_at=row.created_at)
 
 
 def _not_final(row: UsageMail, config: UsageConfig,

@@ -84,15 +84,18 @@ class RenderCache:
     def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
+        self.drawn = 0  # images drawn through this cache (not found intact in it)
 
     def get_or_render(self, key: Optional[RenderKey], render: Callable[[], bytes]) -> bytes:
         """The kept bytes of `key` when intact, else `render()`'s, kept for next time."""
         if key is None:
+            self.drawn += 1
             return render()
         path = self.directory / key.filename()
         kept = self._read(path)
         if kept is not None:
             return kept
+        self.drawn += 1
         fresh = render()
         self._write(path, fresh)
         return fresh
