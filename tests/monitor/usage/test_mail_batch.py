@@ -84,6 +84,25 @@ def test_a_connection_dropped_mid_batch_loses_and_duplicates_nothing(
     assert set(outbox(batch_cli).values()) == {"sent"}
 
 
+def test_an_email_the_server_refuses_stays_queued_and_the_connection_serves_the_next(
+    batch_cli: Cli,
+) -> None:
+    batch_cli.smtp.refuse("451 4.3.0 mailbox busy, try again later")
+    done = batch_cli.run("monitor", "usage_mail")
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == [
+        f"job {j}: retry: SMTP 451: 4.3.0 mailbox busy, try again later" for j in JOBS
+    ]
+    assert batch_cli.smtp.connections == 1 and batch_cli.smtp.messages == []
+    assert set(outbox(batch_cli).values()) == {"pending"}
+    batch_cli.smtp.refuse(None)
+    with sqlite3.connect(Path(batch_cli.env["CLUSTERWATCH_DATA_DIR"]) / "monitor.sqlite3") as db:
+        db.execute("UPDATE usage_usagemail SET next_attempt_at = '2000-01-01 00:00:00'")
+    again = batch_cli.run("monitor", "usage_mail")
+    assert sorted(job for job, _ in received(batch_cli.smtp)) == JOBS, again.stderr
+    assert set(outbox(batch_cli).values()) == {"sent"}
+
+
 def test_a_run_killed_mid_batch_loses_nothing_and_resends_only_the_email_in_flight(
     batch_cli: Cli,
 ) -> None:
