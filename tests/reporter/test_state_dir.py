@@ -118,3 +118,34 @@ def test_a_fifo_for_a_mark_does_not_hang(tmp_path: Path) -> None:
     os.mkfifo(shared(tmp_path) / "owner")
     with pytest.raises(OSError, match="not a regular file"):
         state_dir.choose(str(tmp_path), ONE, logs)
+
+
+def test_a_deeply_nested_mark_is_damaged_not_a_crash(tmp_path: Path) -> None:
+    """4,000 brackets fit the 4 KiB a mark is read to and pass json's recursion limit."""
+    logs = log_dir(tmp_path / "logs", b"")
+    shared(tmp_path).mkdir()
+    (shared(tmp_path) / "owner").write_bytes(b"[" * 4000)
+    with pytest.raises(OSError, match="owner mark names no key"):
+        state_dir.choose(str(tmp_path), ONE, logs)
+
+
+def test_a_mark_linked_to_nothing_is_nobody_s_to_take(tmp_path: Path) -> None:
+    """A dangling link in the mark's place is a mark that cannot be read, as a damaged one
+    is: the owner is told, instead of silently starting afresh in its suffixed directory
+    (and reporting its logs' lines again)."""
+    logs = log_dir(tmp_path / "logs", b"")
+    shared(tmp_path).mkdir()
+    (shared(tmp_path) / "owner").symlink_to(tmp_path / "elsewhere")
+    for key in (ONE, TWO):
+        with pytest.raises(OSError, match="owner mark"):
+            state_dir.choose(str(tmp_path), key, logs)
+
+
+def test_a_deeply_nested_state_tells_nothing(tmp_path: Path) -> None:
+    """An unmarked directory whose state.json nests past json's limit holds no position
+    that could tell whose it is: it is the original key's, as with no state."""
+    logs = log_dir(tmp_path / "logs", b"")
+    shared(tmp_path).mkdir()
+    (shared(tmp_path) / "state.json").write_text("[" * 100000)
+    assert state_dir.choose(str(tmp_path), TWO, logs) == state_dir.suffixed(str(tmp_path), TWO)
+    assert state_dir.choose(str(tmp_path), ONE, logs) == str(shared(tmp_path))

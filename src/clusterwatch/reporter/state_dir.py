@@ -67,17 +67,23 @@ def choose(home: str, key: str, log_dir: str, claim: bool = True) -> str:
 def read_owner(shared: str) -> Optional[str]:
     """The key the owner mark names; None when there is no mark. A mark that cannot be
     read or names no key is someone's all the same: OSError, so no run takes it."""
+    path = os.path.join(shared, OWNER_FILE)
     try:
-        with open_regular(os.path.join(shared, OWNER_FILE)) as handle:
+        with open_regular(path) as handle:
             raw = handle.read(MAX_OWNER_BYTES)
     except FileNotFoundError:
+        if os.path.lexists(path):
+            # A link to nothing in the mark's place: the link defeats every claim (os.link
+            # finds it there), so taken for "no mark" it would send the owner, unwarned,
+            # to a fresh suffixed directory that reads its logs again.
+            raise OSError(errno.ENOENT, "owner mark is a link to nothing", path) from None
         return None
     try:
         key = json.loads(raw.decode("utf-8")).get("key")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # RecursionError: deep nesting
         key = None
     if not isinstance(key, str) or not key:
-        raise OSError(errno.EINVAL, "owner mark names no key", os.path.join(shared, OWNER_FILE))
+        raise OSError(errno.EINVAL, "owner mark names no key", path)
     return key
 
 
@@ -92,7 +98,7 @@ def _state_logs(shared: str) -> Dict[str, Any]:
     try:
         with open_regular(os.path.join(shared, "state.json")) as handle:
             state = json.loads(handle.read(MAX_STATE_BYTES).decode("utf-8", "replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: deep nesting
         return {}  # no state, or a damaged one: its positions cannot tell whose it is
     logs = state.get("logs") if isinstance(state, dict) else None
     return logs if isinstance(logs, dict) else {}
