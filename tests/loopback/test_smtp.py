@@ -79,3 +79,29 @@ def test_it_answers_a_refused_data_at_once_while_holding(smtp: SmtpServer) -> No
     with pytest.raises(smtplib.SMTPDataError, match="try again later"):
         send(smtp, "refused")  # nothing taken, so nothing held: the client is not kept
     assert smtp.messages == [] and smtp.release() == 0
+
+
+def test_it_counts_connections_and_drops_a_session_between_two_messages(
+    smtp: SmtpServer,
+) -> None:
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "a@example.org", "b@example.org", "1"
+    message.set_content("hello")
+    with smtplib.SMTP(LOOPBACK, smtp.port, timeout=30) as client:
+        client.send_message(message)
+        smtp.drop_after(1)
+        with pytest.raises(smtplib.SMTPServerDisconnected):
+            client.send_message(message)
+    assert send(smtp, "2") == {}  # a new connection is served again
+    assert smtp.connections == 2 and len(smtp.messages) == 2
+
+
+def test_it_answers_the_first_messages_then_holds(smtp: SmtpServer) -> None:
+    smtp.hold(after=1)
+    assert send(smtp, "answered") == {}
+    with ThreadPoolExecutor(1) as pool:
+        held = pool.submit(send, smtp, "held")
+        [message] = smtp.wait_held()
+        assert message["Subject"] == "held" and not held.done()
+        assert smtp.release() == 1
+        assert held.result(timeout=30) == {}
