@@ -803,6 +803,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
 
         from clusterwatch.monitor.ingest import tokens
         from clusterwatch.monitor.models import HostReport, HostToken
+        from clusterwatch.monitor.operators import set_operator
 
         engine = connection.vendor
         reused = None if args.postgres or args.workdir is None else load_meta(workdir, args)
@@ -821,7 +822,8 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
             built, posted = build(args, lay, base, token_rows), 0
         password = secrets.token_urlsafe(24)
         username = f"bench-{secrets.token_hex(4)}"
-        get_user_model().objects.create_user(username, password=password)
+        # The pages are the operators' (issue 19 item 7): the benchmark logs in as one.
+        set_operator(get_user_model().objects.create_user(username, password=password), True)
         if server is not None:
             durable(server)
         db_bytes = database_bytes(connection, settings)
