@@ -63,5 +63,7 @@ def test_the_served_monitor_shows_operators_their_pages_and_researchers_none(
                 assert status == 404, f"{name} {path}: {status}"
                 assert b"<h1>Not found</h1>" in body and b"No such page." in body
                 assert b'href="/hosts/"' not in body and KEY.encode() not in body
+                # This monitor serves no usage reports: the refusal promises none.
+                assert b"your own jobs" not in body and b"no usage reports" in body
     log = server.log_path.read_text()
     assert all(password not in log for password in logins.values())

@@ -16,12 +16,18 @@ from django.http import HttpRequest, HttpResponse
 
 from clusterwatch.monitor.operators import is_operator
 from clusterwatch.monitor.usage.answers import Refusal, kept_private
+from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.page_views import NO_SUCH_PAGE, problem
 
 View = Callable[..., HttpResponse]
 NEXT_STEP = (
     "Check the address. The harvester pages are for the pool's operators; you see "
     "your own jobs' reports."
+)
+# A monitor without the usage reports has none to offer: the refusal must not promise them.
+NEXT_STEP_NO_USAGE = (
+    "Check the address. The harvester pages are for the pool's operators, and this "
+    "monitor serves no usage reports."
 )
 
 
@@ -31,7 +37,8 @@ def operators_only(view: View) -> View:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         if not is_operator(request.user):
-            return kept_private(problem(request, Refusal(404, NO_SUCH_PAGE), NEXT_STEP))
+            step = NEXT_STEP if usage_enabled() else NEXT_STEP_NO_USAGE
+            return kept_private(problem(request, Refusal(404, NO_SUCH_PAGE), step))
         return view(request, *args, **kwargs)
 
     return guarded
