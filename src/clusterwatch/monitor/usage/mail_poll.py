@@ -10,7 +10,9 @@ A line accounting printed but nobody can read (a `Start` that is no time) is lef
 named in the result: the same bytes will not read better next run, so it holds back no one
 else's email and not the cursor (once it is mended, `usage_mail --once JOBID` sends it).
 A listing is bounded (LIMIT jobs, the earliest ended first): when it was cut, the cursor
-moves only to the last listed job's end, so the next run goes on from there.
+moves only to the last listed job's end, so the next run goes on from there; a listing whose
+jobs all ended in that one second is asked again with a larger limit, or every run would list
+the same jobs (a cancelled array ends all its tasks at once) and the poller would stall.
 
 A heterogeneous job is one job to its user and to MailProg (SLURM_JOB_ID is its first
 component's id): its components (`87100+0`, `87100+1`) are queued once, as `87100`, and the
@@ -48,13 +50,16 @@ class PollResult:
 
 
 def poll(source: Accounting, mail: MailSettings, now: datetime, *,
-         dry_run: bool = False) -> PollResult:
+         dry_run: bool = False, limit: int = LIMIT) -> PollResult:
     """Queue each job that ended since the last run (AccountingError propagates, and the
     cursor stays where it was)."""
     cursor = UsageMailCursor.objects.filter(name=CURSOR).first()
     since = cursor.last_run - OVERLAP if cursor is not None else now - FIRST_LOOK_BACK
     result = PollResult(since=since)
-    listing = source.jobs_ended_since(since, limit=LIMIT)
+    listing = source.jobs_ended_since(since, limit=limit)
+    while _one_second(listing):  # the next run would list these same jobs again: ask more
+        limit *= 2
+        listing = source.jobs_ended_since(since, limit=limit)
     result.unreadable, result.cut = listing.unreadable, listing.cut
     jobs = _mailed_jobs(listing) if mail.jobs != "none" else []  # "none": MailProg's only
     queued = set(UsageMail.objects.filter(jobid__in=[job.jobid for job in jobs])
@@ -94,6 +99,15 @@ def _mailed_jobs(listing: list[JobRecord]) -> list[JobRecord]:
         seen.add(jobid)
         jobs.append(job if jobid == job.jobid else replace(job, jobid=jobid))
     return jobs
+
+
+def _one_second(listing: Listing) -> bool:
+    """A cut listing whose jobs all ended in one second: the cursor cannot pass that second
+    (some of its jobs were not listed), so every run would list the same jobs and never the
+    rest (more jobs than the limit end at once when an array is cancelled). Asked again with a
+    larger limit, a listing that reaches past the second holds all of its jobs."""
+    ends = {job.end for job in listing if job.end is not None}
+    return listing.cut and len(ends) <= 1
 
 
 def _cursor(listing: Listing, now: datetime) -> datetime:

@@ -1,10 +1,12 @@
-"""`clusterwatch monitor usage_mail [--dry-run] [--once JOBID]`: the end-of-job email poller.
+"""`clusterwatch monitor usage_mail [--dry-run] [--once JOBID] [--limit N]`: the end-of-job
+email poller.
 
 Run by clusterwatch-usage-mail.timer. Each run queues the jobs that ended since the last run
 (CLUSTERWATCH_EMAIL_JOBS: all, warnings, none), then tries every due email: those it just
 queued, those MailProg queued, and failed sends whose retry time has come. `--dry-run`
 prints each email that would go out (headers, text part, attachment name and size) and
-changes nothing; `--once JOBID` queues and tries that one job, whatever the setting says.
+changes nothing; `--once JOBID` queues and tries that one job, whatever the setting says;
+`--limit N` lists at most N ended jobs per run (default mail_poll.LIMIT; the rest next run).
 
 Progress on stderr, one line per email on stdout. Exit 0 ok, also when some sends failed and
 will be retried; 1 when accounting could not list the ended jobs or --once's job is unknown;
@@ -36,7 +38,7 @@ from clusterwatch.monitor.usage.mail_delivery import (
     outcome_line,
     run_sender,
 )
-from clusterwatch.monitor.usage.mail_poll import poll
+from clusterwatch.monitor.usage.mail_poll import LIMIT, poll
 from clusterwatch.monitor.usage.mail_recipient import recipient_for
 from clusterwatch.monitor.usage.models import UsageMail
 from clusterwatch.monitor.usage.sources import accounting
@@ -56,6 +58,9 @@ class Command(BaseCommand):
         parser.add_argument("--once", metavar="JOBID",
                             help="queue and try this job's email only (whatever "
                                  "CLUSTERWATCH_EMAIL_JOBS says)")
+        parser.add_argument("--limit", metavar="N", type=_positive, default=LIMIT,
+                            help=f"list at most N ended jobs this run, the earliest ended "
+                                 f"(default {LIMIT}); the rest are listed next run")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["once"] is not None:
@@ -70,7 +75,8 @@ class Command(BaseCommand):
             return
         failure = None
         try:
-            found = poll(accounting(sender.config), sender.mail, now, dry_run=sender.dry_run)
+            found = poll(accounting(sender.config), sender.mail, now, dry_run=sender.dry_run,
+                         limit=options["limit"])
         except AccountingConfigError as exc:
             raise ConfigError(str(exc)) from None
         except AccountingError as exc:
@@ -129,3 +135,10 @@ class Command(BaseCommand):
         if results:
             self.stderr.write("usage_mail: " + ", ".join(
                 f"{count} {outcome}" for outcome, count in sorted(counts.items())))
+
+
+def _positive(text: str) -> int:
+    # A run must list at least one job, or the poller would never move on.
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(text)
+    return int(text)
