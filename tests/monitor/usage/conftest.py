@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
 from clusterwatch.monitor.usage.config import get_config
+from tests.components import unavailable
+from tests.monitor.usage.cli_support import Cli
 from tests.monitor.usage.mail_support import SMTP_BACKEND, MailSite, mail_settings, started
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.site import UsageSite, environment
@@ -65,3 +68,21 @@ def site(tmp_path: Path) -> Iterator[UsageSite]:
 def migrated(tmp_path: Path, migrated_sqlite: Path) -> Path:
     """tmp_path/data, the console script's data directory: a copy of the migrated one."""
     return copy_migrated(migrated_sqlite, tmp_path / "data")
+
+
+@pytest.fixture
+def mail_cli(tmp_path: Path, migrated_sqlite: Path) -> Iterator[Cli]:
+    """The email commands' console script (tests/monitor/usage/cli_support.Cli) on a copy of
+    the migrated database, with an SMTP server that needs no login."""
+    with RangePrometheus() as prometheus:
+        server = SmtpServer()
+        try:
+            server.__enter__()
+        except MissingComponent as missing:
+            unavailable(missing)
+        try:
+            tool = Cli(tmp_path, UsageSite(tmp_path, prometheus), server)
+            copy_migrated(migrated_sqlite, Path(tool.env["CLUSTERWATCH_DATA_DIR"]))
+            yield tool
+        finally:
+            server.down()

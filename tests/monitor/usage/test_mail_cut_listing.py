@@ -6,33 +6,8 @@ the limit end in one second (a cancelled array: every task ends at once)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-import pytest
-
-from clusterwatch.loopback.services import MissingComponent
-from clusterwatch.loopback.smtp import SmtpServer
-from tests.components import unavailable
 from tests.monitor.usage.cli_support import Cli
-from tests.monitor.usage.prometheus_range import RangePrometheus
-from tests.monitor.usage.site import UsageSite
-from tests.support.monitor_console import copy_migrated
-
-
-@pytest.fixture
-def cli(tmp_path: Path, migrated_sqlite: Path) -> Cli:
-    with RangePrometheus() as prometheus:
-        server = SmtpServer()
-        try:
-            server.__enter__()
-        except MissingComponent as missing:
-            unavailable(missing)
-        try:
-            tool = Cli(tmp_path, UsageSite(tmp_path, prometheus), server)
-            copy_migrated(migrated_sqlite, Path(tool.env["CLUSTERWATCH_DATA_DIR"]))
-            yield tool
-        finally:
-            server.down()
 
 
 def _ended(cli: Cli, jobid: str, end: datetime) -> None:
@@ -50,7 +25,8 @@ def _mailed(cli: Cli, runs: int, limit: int) -> list[str]:
     return sent
 
 
-def test_a_cut_listing_moves_the_cursor_only_to_its_last_job(cli: Cli) -> None:
+def test_a_cut_listing_moves_the_cursor_only_to_its_last_job(mail_cli: Cli) -> None:
+    cli = mail_cli
     base = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=50)
     jobs = [str(100 + i) for i in range(5)]
     for i, jobid in enumerate(jobs):  # ended 50, 45, ... 30 minutes ago
@@ -69,7 +45,10 @@ def test_a_cut_listing_moves_the_cursor_only_to_its_last_job(cli: Cli) -> None:
     assert len(cli.smtp.wait_for(5, timeout=2)) == 5
 
 
-def test_more_jobs_ending_in_one_second_than_the_limit_do_not_stall_the_poller(cli: Cli) -> None:
+def test_more_jobs_ending_in_one_second_than_the_limit_do_not_stall_the_poller(
+    mail_cli: Cli,
+) -> None:
+    cli = mail_cli
     end = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=40)
     tied = [f"200_{task}" for task in range(4)]  # a cancelled array: one end for all
     for jobid in tied:
@@ -80,7 +59,8 @@ def test_more_jobs_ending_in_one_second_than_the_limit_do_not_stall_the_poller(c
     assert len(cli.smtp.wait_for(5, timeout=2)) == 5
 
 
-def test_the_limit_must_be_a_positive_number(cli: Cli) -> None:
+def test_the_limit_must_be_a_positive_number(mail_cli: Cli) -> None:
+    cli = mail_cli
     for bad in ("0", "-1", "x"):
         done = cli.run("monitor", "usage_mail", "--limit", bad)
         assert done.returncode == 2 and "--limit" in done.stderr, done.stderr

@@ -17,6 +17,7 @@ import functools
 import heapq
 import itertools
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
@@ -50,6 +51,10 @@ FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "State", "Start",
           "MaxRSS", "TotalCPU", "UserCPU", "SystemCPU", "Timelimit", "ExitCode", "JobName")
 FORMAT = ",".join(FIELDS)
 
+# The one line sacct prints for an array's tasks not started yet (`123_[4-100%5]`): a
+# pending job on its user's list, never a job of its own to mail.
+_ARRAY_RANGE = re.compile(r"[0-9]{1,12}_\[[0-9,%:-]{1,200}\]")
+
 _T = TypeVar("_T")
 _N = TypeVar("_N", int, float)
 Values = dict[str, str]
@@ -80,7 +85,8 @@ def ended_since(since: datetime) -> Rank:
     def rank(values: Values, zone: Optional[tzinfo]) -> Optional[float]:
         end = _named("End", lambda: parse_time(values["End"], zone))
         state, _reason = _named("State", lambda: parse_state(values["State"]))
-        if end is None or state in RUNNING_STATES or end < since:
+        if (end is None or state in RUNNING_STATES or end < since
+                or _ARRAY_RANGE.fullmatch(values["JobID"])):
             return None
         return -end.timestamp()
 
@@ -151,7 +157,10 @@ class _Collector:
     def add(self, number: int, values: Values) -> None:
         jobid = values["JobID"]
         parent, dot, step = jobid.partition(".")
-        if not JOBID_PATTERN.fullmatch(parent) or (dot and not step):
+        if dot and _ARRAY_RANGE.fullmatch(parent):
+            return  # the steps of tasks not started: none
+        if (not (JOBID_PATTERN.fullmatch(parent) or _ARRAY_RANGE.fullmatch(parent))
+                or (dot and not step)):
             self._lose(number, "", f"sacct line {number}: field JobID: not a job id")
             return
         if "\0" in "".join(values.values()):  # no Slurm string holds one; PostgreSQL refuses it
