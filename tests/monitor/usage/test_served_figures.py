@@ -7,39 +7,25 @@ from __future__ import annotations
 
 import json
 import math
-import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
-from clusterwatch.loopback.monitor_client import Session
-from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 from clusterwatch.monitor.usage.mail_content import text_part
 from tests.monitor.usage.prometheus_range import RangePrometheus
-from tests.monitor.usage.site import UsageSite, environment
+from tests.monitor.usage.served_usage import Served, served_usage
+from tests.monitor.usage.site import UsageSite
 
 CPUS = 4
 BUSY = 0.9 * CPUS  # CPUs busy all along: 90 % of the allocation
 HOUR = 3600.0
-CREATE_STAFF = """
-import os
-from django.contrib.auth.models import User
-User.objects.create_user("alice", password=os.environ["CW_TEST_PASSWORD"], is_staff=True)
-"""
 # Seconds since the job's start at which its CPU counters restart from 0.
 RESETS = {"5001": (1810.0,), "5002": (40.0,), "5003": (905.0, 2710.0)}
 # The impossible jobs: accounting knows nothing of their CPU time or memory either, so
 # whatever figure the JSON holds could only come from the readings.
 IMPOSSIBLE = {"5101": "1e300", "5102": "negative", "5103": "nan", "5104": "inf"}
-
-
-@dataclass(frozen=True)
-class Served:
-    server: MonitorServer
-    session: Session = field(repr=False)
 
 
 def _counter(resets: tuple[float, ...]) -> Callable[[float], float]:
@@ -116,7 +102,6 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, migrated_database: dict[str, str]
 ) -> Iterator[Served]:
     tmp_path = tmp_path_factory.mktemp("figures")
-    password = secrets.token_urlsafe(16)
     start = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=1)
     with RangePrometheus() as prometheus:
         site = UsageSite(tmp_path, prometheus)
@@ -133,20 +118,8 @@ def served(
                 system_cpu="",
                 max_rss="",
             )
-        with (
-            private_database(tmp_path, template=migrated_database) as database,
-            monitor_server(
-                tmp_path / "data",
-                database=database,
-                migrate=False,
-                extra_environ=environment(site),
-                workers=2,
-            ) as server,
-        ):
-            server.manage("shell", "-c", CREATE_STAFF, extra_environ={"CW_TEST_PASSWORD": password})
-            session = Session(server.url)
-            session.login("alice", password)
-            yield Served(server, session)
+        with served_usage(tmp_path, migrated_database, site) as served:
+            yield served
 
 
 def _document(served: Served, jobid: str) -> dict[str, Any]:

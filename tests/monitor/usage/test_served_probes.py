@@ -8,38 +8,24 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import subprocess
 import urllib.parse
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from clusterwatch.loopback.monitor_client import Session
-from clusterwatch.loopback.monitor_server import MonitorServer, monitor_server, private_database
 from clusterwatch.monitor.usage.shown_text import MARKS_LIMIT, SHOWN_LIMIT
 from tests.components import need_binary
 from tests.monitor.usage.date_fuzz import DATED, TODAY, queries
 from tests.monitor.usage.prometheus_range import RangePrometheus
-from tests.monitor.usage.site import UsageSite, environment
+from tests.monitor.usage.served_usage import Served, served_usage
+from tests.monitor.usage.site import UsageSite
 
 LONG = "x" * 100_000
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 ZALGO = "a" + "\u0301" * 100_000 + "b"  # one letter under a tower of 100,000 accents
-CREATE_STAFF = """
-import os
-from django.contrib.auth.models import User
-User.objects.create_user("alice", password=os.environ["CW_TEST_PASSWORD"], is_staff=True)
-"""
-
-
-@dataclass(frozen=True)
-class Served:
-    server: MonitorServer
-    session: Session = field(repr=False)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +33,6 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, migrated_database: dict[str, str]
 ) -> Iterator[Served]:
     tmp_path = tmp_path_factory.mktemp("probes")
-    password = secrets.token_urlsafe(16)
     now = datetime.now(timezone.utc).replace(microsecond=0)
     with RangePrometheus() as prometheus:
         site = UsageSite(tmp_path, prometheus)
@@ -55,20 +40,8 @@ def served(
         site.job("4243", start=now - timedelta(days=2), name=LONG)
         site.job("4244", start=now - timedelta(days=3), name=f"evil\u202egnp.exe{BIDI}tail")
         site.job("4245", start=now - timedelta(days=4), name=ZALGO, account=f"ph\u202eys{BIDI}")
-        with (
-            private_database(tmp_path, template=migrated_database) as database,
-            monitor_server(
-                tmp_path / "data",
-                database=database,
-                migrate=False,
-                extra_environ=environment(site),
-                workers=2,
-            ) as server,
-        ):
-            server.manage("shell", "-c", CREATE_STAFF, extra_environ={"CW_TEST_PASSWORD": password})
-            session = Session(server.url)
-            session.login("alice", password)
-            yield Served(server, session)
+        with served_usage(tmp_path, migrated_database, site) as served:
+            yield served
 
 
 def test_no_date_parameter_of_any_endpoint_is_a_500_under_gunicorn(served: Served) -> None:
