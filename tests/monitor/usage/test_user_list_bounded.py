@@ -19,14 +19,17 @@ from tests.monitor.usage.sacct_support import history_sacct
 from tests.monitor.usage.site import UsageSite
 
 JOBS = 100_000  # 200,000 lines of sacct output: the unbounded reading held 340 MB
+# The peak is the process's own VmHWM: getrusage's ru_maxrss survives exec, so a child of a
+# pytest worker that has grown to 300 MB would report the worker's peak, not its own.
 MEASURE = """\
-import json, resource, sys
+import json, sys
 from datetime import datetime, timezone
 from clusterwatch.monitor.usage.sacct import SacctAccounting
 since = datetime(2023, 1, 1, tzinfo=timezone.utc)
 listing = SacctAccounting(sys.argv[1], timeout_s=120).jobs_of_user("alice", since, limit=2000)
 print(json.dumps({"jobs": [job.jobid for job in listing], "cut": listing.cut,
-                  "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "peak_kib": next(int(line.split()[1]) for line in open("/proc/self/status")
+                                   if line.startswith("VmHWM:"))}))
 """
 
 
