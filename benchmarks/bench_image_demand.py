@@ -123,7 +123,7 @@ def configure(workdir: Path, settings: dict[str, Any]) -> None:
     secret.chmod(0o600)
     os.environ.update({
         "CLUSTERWATCH_DATA_DIR": str(data),
-        "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.settings",
+        "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.site.settings",
         "CLUSTERWATCH_PANDA_DATABASE_URL": "postgresql://{user}@{host}:{port}/{dbname}".format(
             **settings),
         "CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE": str(secret)})

@@ -480,7 +480,7 @@ class Built:
 
 def setup_django(environ: Mapping[str, str]) -> None:
     os.environ.update(environ)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "clusterwatch.monitor.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "clusterwatch.monitor.site.settings"
     import django
     from django.core.management import call_command
 
@@ -491,8 +491,8 @@ def setup_django(environ: Mapping[str, str]) -> None:
 def build(args: argparse.Namespace, lay: Layout, base: Mapping[str, Any],
           tokens_by_key: Mapping[str, Any]) -> Built:
     """History through bulk_create, then each key's latest record through ingest's store."""
+    from clusterwatch.monitor.core.models import HostReport, JobPush
     from clusterwatch.monitor.ingest.store import store_record
-    from clusterwatch.monitor.models import HostReport, JobPush
 
     built = Built()
     started = time.perf_counter()
@@ -645,7 +645,7 @@ class Page:
 
 
 def pages(lay: Layout) -> list[Page]:
-    from clusterwatch.monitor.models import JobPush
+    from clusterwatch.monitor.core.models import JobPush
 
     one, two, every = (lay.first_queue_served_by(1), lay.first_queue_served_by(2),
                        lay.queues[0])
@@ -801,9 +801,9 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
         from django.db import connection, connections
         from django.test import Client
 
+        from clusterwatch.monitor.core.models import HostReport, HostToken
+        from clusterwatch.monitor.core.operators import set_operator
         from clusterwatch.monitor.ingest import tokens
-        from clusterwatch.monitor.models import HostReport, HostToken
-        from clusterwatch.monitor.operators import set_operator
 
         engine = connection.vendor
         reused = None if args.postgres or args.workdir is None else load_meta(workdir, args)

@@ -114,7 +114,7 @@ def jobs(count: int, hours: float, now: float) -> list[JobHistory]:
 
 def sacct_lines(job: JobHistory) -> str:
     """The job's allocation line and batch step, as `sacct --parsable2` prints them."""
-    from clusterwatch.monitor.usage.sacct_parse import FIELDS
+    from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS
 
     plan, totals = job.plan, job.totals
     elapsed = round(plan.end - plan.start)

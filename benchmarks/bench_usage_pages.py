@@ -66,7 +66,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def sacct_output(jobs: int, now: datetime, rng: random.Random) -> str:
     """`sacct --parsable2 --noheader` lines of `jobs` jobs of USER over the last 30 days:
     each an allocation line and a batch step with its MaxRSS (SLURM_TIME_FORMAT=%s)."""
-    from clusterwatch.monitor.usage.sacct_parse import FIELDS
+    from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS
 
     states = [state for state, weight in STATES for _ in range(weight)]
     lines = []
@@ -110,10 +110,10 @@ def _clock(seconds: int) -> str:
 def keep_summaries(records: Sequence[Any], fraction: float, rng: random.Random) -> int:
     """Kept summaries of `fraction` of the ended jobs, as the poller leaves them: measured,
     and a third of them with the warnings a wasteful job gets."""
-    from clusterwatch.monitor.usage.analysis import analyse
+    from clusterwatch.monitor.usage.analysis.figures import analyse
+    from clusterwatch.monitor.usage.analysis.thresholds import DEFAULTS
     from clusterwatch.monitor.usage.models import KeptSummary
     from clusterwatch.monitor.usage.summary_json import usage_document
-    from clusterwatch.monitor.usage.thresholds import DEFAULTS
 
     rows = []
     for record in records:
@@ -180,13 +180,13 @@ def phases(sacct: str, rounds: int) -> list[tuple[str, float]]:
     from django.template.loader import render_to_string
     from django.utils import timezone as django_time
 
-    from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
-    from clusterwatch.monitor.usage.list_params import user_query
+    from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
     from clusterwatch.monitor.usage.models import KeptSummary
-    from clusterwatch.monitor.usage.row_markup import user_rows
-    from clusterwatch.monitor.usage.sacct import SacctAccounting
-    from clusterwatch.monitor.usage.user_jobs import user_jobs
-    from clusterwatch.monitor.usage.user_view import user_view
+    from clusterwatch.monitor.usage.web.job_rows import PAGE_SIZE
+    from clusterwatch.monitor.usage.web.list_params import user_query
+    from clusterwatch.monitor.usage.web.row_markup import user_rows
+    from clusterwatch.monitor.usage.web.user_jobs import user_jobs
+    from clusterwatch.monitor.usage.web.user_page import user_view
 
     query = user_query({}, django_time.now())
     documents = user_jobs(USER, query.since)
@@ -239,7 +239,7 @@ def prepare(workdir: Path, jobs: int) -> tuple[str, int, int]:
     data.mkdir(mode=0o700)
     os.environ.update({
         "CLUSTERWATCH_DATA_DIR": str(data),
-        "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.settings",
+        "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.site.settings",
         "CLUSTERWATCH_PROMETHEUS_URL": f"http://127.0.0.1:{closed_port()}",
         "CLUSTERWATCH_SACCT": str(sacct)})
     import django
@@ -248,7 +248,7 @@ def prepare(workdir: Path, jobs: int) -> tuple[str, int, int]:
     from django.core.management import call_command
     from django.test.utils import setup_test_environment
 
-    from clusterwatch.monitor.usage.sacct_parse import parse_sacct
+    from clusterwatch.monitor.usage.accounting.sacct_parse import parse_sacct
 
     setup_test_environment()  # the test client's host name is allowed
     call_command("migrate", verbosity=0)

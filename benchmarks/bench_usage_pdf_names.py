@@ -30,7 +30,7 @@ from contextlib import nullcontext
 from unittest import mock
 
 from bench_usage_render import as_the_app_reads, document_for, synthetic
-from clusterwatch.monitor.usage import pdf
+from clusterwatch.monitor.usage.rendering import pdf
 
 TARGET_S = 2.0
 SHAPES = {"word": lambda n: "x" * n, "words": lambda n: ("ab " * n)[:n]}

@@ -36,9 +36,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
+from clusterwatch.http_client import HttpResponse, request
 from clusterwatch.loopback.job_series import Burst, JobHistory, JobPlan, Usage, history
 from clusterwatch.loopback.prometheus_history import prometheus_with_history
-from clusterwatch.notify.http import HttpResponse, request
 
 GiB = 1024**3
 JOBID = "8800042"
@@ -83,7 +83,7 @@ def prepare_django(workdir: Path, prometheus_url: str) -> None:
     shutil.rmtree(data, ignore_errors=True)
     data.mkdir(mode=0o700, parents=True)
     os.environ.update({"CLUSTERWATCH_DATA_DIR": str(data),
-                       "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.settings",
+                       "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.site.settings",
                        "CLUSTERWATCH_PROMETHEUS_URL": prometheus_url,
                        "CLUSTERWATCH_SACCT": "/bin/false"})  # a kept job never asks it
     import django
@@ -98,7 +98,7 @@ class OneJob:
     """Accounting that knows the synthetic job: what sacct would print of it."""
 
     def __init__(self, job: JobHistory) -> None:
-        from clusterwatch.monitor.usage.accounting import JobRecord
+        from clusterwatch.monitor.usage.accounting.interface import JobRecord
 
         plan, totals = job.plan, job.totals
         start, end = (datetime.fromtimestamp(t, timezone.utc) for t in (plan.start, plan.end))
@@ -149,11 +149,11 @@ def plot_request(mode: str, metric: str, counted: Counted, cache_dir: Path) -> b
     """What render_views.plot does for a kept job once the asker may see it."""
     from functools import partial
 
-    from clusterwatch.monitor.usage import rendered
-    from clusterwatch.monitor.usage.plot_metrics import series_keys
-    from clusterwatch.monitor.usage.render_cache import RenderCache
-    from clusterwatch.monitor.usage.report import load_report
-    from clusterwatch.monitor.usage.series import fetch_job_series
+    from clusterwatch.monitor.usage.metrics.series import fetch_job_series
+    from clusterwatch.monitor.usage.rendering import rendered
+    from clusterwatch.monitor.usage.rendering.cache import RenderCache
+    from clusterwatch.monitor.usage.rendering.plot_metrics import series_keys
+    from clusterwatch.monitor.usage.usage_report import load_report
 
     report = load_report(JOBID, with_series=True, fetch=partial(fetch_job_series, http=counted),
                          series_keys=series_keys(metric) if mode == "after" else None)
@@ -166,9 +166,9 @@ def page_request(mode: str, counted: Counted) -> tuple[str, ...]:
     """What page_views.job_page does for a kept job once the asker may see it: the plots."""
     from functools import partial
 
-    from clusterwatch.monitor.usage.job_view import job_view
-    from clusterwatch.monitor.usage.report import load_report
-    from clusterwatch.monitor.usage.series import fetch_job_series
+    from clusterwatch.monitor.usage.metrics.series import fetch_job_series
+    from clusterwatch.monitor.usage.usage_report import load_report
+    from clusterwatch.monitor.usage.web.job_page import job_view
 
     report = load_report(JOBID, with_series=True, fetch=partial(fetch_job_series, http=counted),
                          listing_plots=mode == "after")
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace, workdir: Path) -> tuple[Results, Pages]:
     progress(f"backfilling {len(job.series)} series, {job.scrapes} scrapes each")
     with prometheus_with_history(job.series, workdir / "prom") as prometheus:
         prepare_django(workdir, prometheus.url)
-        from clusterwatch.monitor.usage.report import load_report
+        from clusterwatch.monitor.usage.usage_report import load_report
 
         first = load_report(JOBID, source=OneJob(job))  # the first report keeps the job
         assert first.document["measured"], first.series_note

@@ -3,7 +3,7 @@ the original's way of drawing them.
 
 The job is synthetic and deterministic: 16 CPUs on one node whose load moves between phases,
 memory that grows and falls back, bursts of I/O, 2 GPUs (so every plot has data), every
-series the usage reports read (usage/series.py SPECS), one point per 30 s scrape: 20,161
+series the usage reports read (usage/metrics/series.py SPECS), one point per 30 s scrape: 20,161
 points per series. Two readings of it are drawn:
 
 - `capped`: the series as the app reads them, one range query per series at the step
@@ -52,14 +52,14 @@ from pathlib import Path
 import matplotlib
 import reportlab
 
-from clusterwatch.monitor.usage.accounting import JobRecord
-from clusterwatch.monitor.usage.analysis import analyse
-from clusterwatch.monitor.usage.pdf import render_pdf
-from clusterwatch.monitor.usage.plot_metrics import METRICS
-from clusterwatch.monitor.usage.plots import render_pie, render_plot
-from clusterwatch.monitor.usage.prometheus_api import Point, Series
-from clusterwatch.monitor.usage.rules import check
-from clusterwatch.monitor.usage.series import SPECS, JobSeries, choose_step
+from clusterwatch.monitor.usage.accounting.interface import JobRecord
+from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.metrics.prometheus_api import Point, Series
+from clusterwatch.monitor.usage.metrics.series import SPECS, JobSeries, choose_step
+from clusterwatch.monitor.usage.rendering.pdf import render_pdf
+from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS
+from clusterwatch.monitor.usage.rendering.plots import render_pie, render_plot
 from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
 
 GiB = 1024**3

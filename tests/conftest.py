@@ -54,7 +54,7 @@ def operator(client: Any, django_user_model: Any) -> Any:
     """pytest-django's client, logged in (in process) as a new user `operator` of the
     operators group (not staff): the monitor's pages in tests/monitor and the integration
     chains that end on one."""
-    from clusterwatch.monitor.operators import set_operator
+    from clusterwatch.monitor.core.operators import set_operator
 
     user = django_user_model.objects.create_user("operator", password="a long pass phrase")
     set_operator(user, True)

@@ -17,7 +17,7 @@ from tests.support.import_graph import PACKAGE, SRC, import_graph, module_name
 HARNESS_PACKAGES = ("clusterwatch.loopback", "clusterwatch.demo")
 DEMO_VERBS = {
     "clusterwatch.watch.cli": "clusterwatch.demo",
-    "clusterwatch.monitor.cli": "clusterwatch.demo",
+    "clusterwatch.monitor.site.cli": "clusterwatch.demo",
 }
 
 

@@ -33,7 +33,7 @@ PARTS = {
     "reporter": ("clusterwatch.reporter.cli", "harvester host reporter: build the zipapp, run"),
     "jobs": ("clusterwatch.jobs.cli",
              "per-job exporter: metrics from cgroups and /proc for Prometheus"),
-    "monitor": ("clusterwatch.monitor.cli", "the central web app: Django management commands"),
+    "monitor": ("clusterwatch.monitor.site.cli", "the central web app: Django management commands"),
 }
 
 Handler = Callable[[argparse.Namespace], int]

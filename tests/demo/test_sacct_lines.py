@@ -14,9 +14,9 @@ from clusterwatch.demo.sacct_lines import (
 )
 from clusterwatch.demo.usage_jobs import plans
 from clusterwatch.loopback.job_series import history
-from clusterwatch.monitor.usage.sacct_fields import parse_duration, parse_req_mem
-from clusterwatch.monitor.usage.sacct_parse import FIELDS as MONITOR_FIELDS
-from clusterwatch.monitor.usage.sacct_parse import parse_sacct
+from clusterwatch.monitor.usage.accounting.sacct_fields import parse_duration, parse_req_mem
+from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS as MONITOR_FIELDS
+from clusterwatch.monitor.usage.accounting.sacct_parse import parse_sacct
 
 NOW = 1_800_000_000.0
 

@@ -18,8 +18,8 @@ from clusterwatch.demo import sacct_standin
 from clusterwatch.demo.sacct_lines import job_lines
 from clusterwatch.demo.usage_jobs import FIRST_JOBID, plans
 from clusterwatch.loopback.job_series import JobPlan, history
-from clusterwatch.monitor.usage.accounting import UnknownJob
-from clusterwatch.monitor.usage.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.interface import UnknownJob
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 
 NOW = time.time()
 

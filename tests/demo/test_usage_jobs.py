@@ -11,10 +11,10 @@ from clusterwatch.demo.sacct_lines import job_lines
 from clusterwatch.demo.usage_jobs import EXPECTED_WARNINGS, FIRST_JOBID, RESEARCHER, plans
 from clusterwatch.demo.usage_steps import story_problem, summary_line
 from clusterwatch.loopback.job_series import history
-from clusterwatch.monitor.usage import rules
-from clusterwatch.monitor.usage.analysis import UsageSummary, analyse
-from clusterwatch.monitor.usage.sacct_parse import FIELDS, parse_sacct
-from clusterwatch.monitor.usage.series import fetch_job_series
+from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS, parse_sacct
+from clusterwatch.monitor.usage.analysis import rules
+from clusterwatch.monitor.usage.analysis.figures import UsageSummary, analyse
+from clusterwatch.monitor.usage.metrics.series import fetch_job_series
 from tests.monitor.usage.prometheus_range import RangePrometheus
 
 NOW = 1_800_000_000.0

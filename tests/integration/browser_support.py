@@ -43,7 +43,7 @@ def _test_login(request: HttpRequest, username: str) -> HttpResponse:
 
 urlpatterns = [
     path("test-login/<str:username>/", _test_login),
-    path("", include("clusterwatch.monitor.urls")),
+    path("", include("clusterwatch.monitor.site.urls")),
 ]
 
 

@@ -21,7 +21,7 @@ def browser(live_server: Any, need_binary: Callable[[str], str], tmp_path: Path,
     """Headless Chromium on pytest-django's live server, for the user `operator` (logged in
     through browser_support's shortcut)."""
     binary = need_binary("chromium")
-    from clusterwatch.monitor.operators import set_operator
+    from clusterwatch.monitor.core.operators import set_operator
 
     set_operator(django_user_model.objects.create_user("operator",
                                                        password="not used: test login"), True)

@@ -26,13 +26,13 @@ _NOT_PASSED = re.compile(r"^(?:CLUSTERWATCH_|SWF_|DJANGO_)|proxy$", re.IGNORECAS
 CREATE_OPERATOR = """
 import os
 from django.contrib.auth.models import User
-from clusterwatch.monitor.operators import set_operator
+from clusterwatch.monitor.core.operators import set_operator
 set_operator(User.objects.create_user("operator", password=os.environ["CW_TEST_PASSWORD"]), True)
 """
 LATEST = """
 import json
 import re
-from clusterwatch.monitor.models import LatestReport
+from clusterwatch.monitor.core.models import LatestReport
 print(json.dumps([row.report.record for row in LatestReport.objects.filter(key=%r)]))
 """
 

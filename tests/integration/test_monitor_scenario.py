@@ -45,7 +45,7 @@ TRACEBACK = "Traceback (most recent call last):"
 QUEUE_STEP_S = 0.12  # between two queues' fetches in one cycle
 OPERATOR = "operator"
 _CREATE_OPERATOR = ("import os\nfrom django.contrib.auth import get_user_model\n"
-                    "from clusterwatch.monitor.operators import set_operator\n"
+                    "from clusterwatch.monitor.core.operators import set_operator\n"
                     f"set_operator(get_user_model().objects.create_user({OPERATOR!r}, "
                     "password=os.environ['SCENARIO_PASSWORD']), True)\n")
 

@@ -48,7 +48,7 @@ def test_its_management_commands_share_the_servers_database(tmp_path: Path) -> N
         assert status == 404  # the token is good, the key has not reported yet
         password = "a-long-demo-passw0rd"
         server.manage("shell", "-c", "import os\nfrom django.contrib.auth.models import User\n"
-                      "from clusterwatch.monitor.operators import set_operator\n"
+                      "from clusterwatch.monitor.core.operators import set_operator\n"
                       "set_operator(User.objects.create_user('op', password=os.environ['PW']),"
                       " True)", extra_environ={"PW": password})
         session = Session(server.url)
@@ -110,7 +110,7 @@ def test_its_environment_keeps_none_of_the_callers_monitor_settings(
     assert {k: v for k, v in environ.items() if k.startswith("CLUSTERWATCH_")} == {
         "CLUSTERWATCH_DATA_DIR": str(tmp_path), "CLUSTERWATCH_DATABASE_URL": "sqlite:///x",
         "CLUSTERWATCH_DEBUG": "1"}
-    assert environ["DJANGO_SETTINGS_MODULE"] == "clusterwatch.monitor.settings"
+    assert environ["DJANGO_SETTINGS_MODULE"] == "clusterwatch.monitor.site.settings"
     assert environ["PATH"] == os.environ["PATH"]
 
 

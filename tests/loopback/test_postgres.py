@@ -21,7 +21,7 @@ from clusterwatch.loopback.postgres import (
     postgres_server,
 )
 from clusterwatch.loopback.postgres import cli as postgres_cli
-from clusterwatch.monitor.database_url import parse
+from clusterwatch.monitor.core.database_url import parse
 from tests.components import unavailable
 
 pytestmark = pytest.mark.integration

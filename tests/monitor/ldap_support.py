@@ -21,7 +21,7 @@ from clusterwatch.loopback.slapd import (
     find_binary,
     slapd_server,
 )
-from clusterwatch.monitor.ldap_settings import from_environ
+from clusterwatch.monitor.site.ldap_settings import from_environ
 from tests.components import unavailable
 
 LOGIN = "/accounts/login/"

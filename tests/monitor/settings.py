@@ -10,10 +10,10 @@ import tempfile
 
 os.environ.setdefault("CLUSTERWATCH_DATA_DIR", tempfile.mkdtemp(prefix="clusterwatch-tests-"))
 
-from clusterwatch.monitor.settings import *  # noqa: F403
+from clusterwatch.monitor.site.settings import *  # noqa: F403
 
 # In-process test logins hash with MD5: PBKDF2's 1,000,000 iterations cost about 0.6 s a
 # password, hundreds of times a run. The production settings above keep PBKDF2, and so does
 # every monitor the tests start as a process (gunicorn, the demo, the browser tests): they
-# read clusterwatch.monitor.settings, not this module.
+# read clusterwatch.monitor.site.settings, not this module.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

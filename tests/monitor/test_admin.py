@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from clusterwatch.monitor.core.models import HostToken
+from clusterwatch.monitor.core.operators import set_operator
 from clusterwatch.monitor.ingest import tokens
-from clusterwatch.monitor.models import HostToken
-from clusterwatch.monitor.operators import set_operator
 from tests.monitor.records import example, recent, store
 
 pytestmark = pytest.mark.django_db
@@ -90,7 +90,7 @@ def test_it_shows_a_remote_keys_builder_settings_but_leaves_them_to_register_har
         admin_client: Client) -> None:
     # register_harvester checks them as the builder would; a typo typed here would leave the
     # timer failing with 78 every five minutes, so the admin only shows them.
-    from clusterwatch.monitor.models import RegisteredHarvester
+    from clusterwatch.monitor.core.models import RegisteredHarvester
 
     RegisteredHarvester.objects.create(key="perlmutter-harvester", remote=True,
                                        harvester_id="Perlmutter_test_1",

@@ -1,5 +1,5 @@
 """`clusterwatch monitor --help` through the installed console script: one line for every
-management command the monitor has (each module under monitor/management/commands and
+management command the monitor has (each module under monitor/site/management/commands and
 monitor/usage/management/commands), none for a command that does not exist, answered even
 when the monitor's settings are wrong (it reads none)."""
 
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import clusterwatch.monitor
-from clusterwatch.monitor.command_list import DJANGO_COMMANDS, LINE_WIDTH, MONITOR_COMMANDS
+from clusterwatch.monitor.site.command_list import DJANGO_COMMANDS, LINE_WIDTH, MONITOR_COMMANDS
 
 CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))
 PACKAGE = Path(clusterwatch.monitor.__file__).parent

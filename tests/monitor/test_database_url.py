@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.database_url import (
+from clusterwatch.monitor.core.database_url import (
     DatabaseUrlError,
     parse,
     read_password_file,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwatch.monitor.humanize import age_text, duration_text, size_text
+from clusterwatch.monitor.core.humanize import age_text, duration_text, size_text
 
 
 @pytest.mark.parametrize(("seconds", "text"), [

@@ -15,8 +15,8 @@ from typing import Any
 import ldap  # python-ldap, part of the monitor extra like Django itself
 import pytest
 
-from clusterwatch.monitor import ldap_settings
-from clusterwatch.monitor.ldap_settings import LDAP_BACKEND, MODEL_BACKEND, from_environ
+from clusterwatch.monitor.site import ldap_settings
+from clusterwatch.monitor.site.ldap_settings import LDAP_BACKEND, MODEL_BACKEND, from_environ
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("clusterwatch")
 SECRET = "s3cret-bind-pw-Zq9"

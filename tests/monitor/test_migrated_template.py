@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 # Whether migrate has anything left to do, and how many host keys the database holds.
 _STATE = ("from django.core.management import call_command; "
           "call_command('migrate', plan=True); "
-          "from clusterwatch.monitor.models import HostTokenKey; "
+          "from clusterwatch.monitor.core.models import HostTokenKey; "
           "print('keys', HostTokenKey.objects.count())")
 
 

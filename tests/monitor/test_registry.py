@@ -14,10 +14,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from clusterwatch.monitor import registry
-from clusterwatch.monitor.models import Alarm, HostToken, HostTokenKey, RegisteredHarvester
-from clusterwatch.monitor.panda.remote_record import build_record
-from clusterwatch.monitor.panda.remote_report import store
+from clusterwatch.monitor.core import registry
+from clusterwatch.monitor.core.models import Alarm, HostToken, HostTokenKey, RegisteredHarvester
+from clusterwatch.monitor.panda.remote.builder import build_record
+from clusterwatch.monitor.panda.remote.run import store
 from tests.monitor.panda.remote_rows import (
     EPIC,
     HARVESTER,

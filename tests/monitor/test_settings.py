@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-import clusterwatch.monitor.settings as real_settings
+import clusterwatch.monitor.site.settings as real_settings
 
 SETTINGS_FILE = real_settings.__file__
 
@@ -75,7 +75,7 @@ def test_it_takes_the_secret_key_from_the_environment_first(load, tmp_path: Path
 
 
 def test_workers_starting_together_all_get_the_same_whole_key(tmp_path: Path) -> None:
-    code = ("import hashlib, clusterwatch.monitor.settings as s; "
+    code = ("import hashlib, clusterwatch.monitor.site.settings as s; "
             "print(len(s.SECRET_KEY), hashlib.sha256(s.SECRET_KEY.encode()).hexdigest())")
     environ = {name: value for name, value in os.environ.items()
                if not name.startswith("CLUSTERWATCH_")}
@@ -214,7 +214,7 @@ def test_the_production_settings_hash_passwords_with_pbkdf2(tmp_path: Path) -> N
     environ = {name: value for name, value in os.environ.items()
                if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
     environ.update(CLUSTERWATCH_DATA_DIR=str(tmp_path / "data"),
-                   DJANGO_SETTINGS_MODULE="clusterwatch.monitor.settings")
+                   DJANGO_SETTINGS_MODULE="clusterwatch.monitor.site.settings")
     done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

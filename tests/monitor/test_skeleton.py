@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from clusterwatch.monitor.models import HostReport
+from clusterwatch.monitor.core.models import HostReport
 
 
 @pytest.mark.django_db

@@ -1,6 +1,6 @@
 """Slow clients against the shipped front door: nginx with deploy/nginx/clusterwatch-monitor.conf
 in front of gunicorn started as clusterwatch-monitor.service starts it (its
-clusterwatch.monitor.gunicorn_conf: four sync workers on loopback).
+clusterwatch.monitor.site.gunicorn_conf: four sync workers on loopback).
 
 Three times as many slow connections as there are workers (silent ones, ones stuck in
 their headers, ones stuck in their body) must not delay a reporter's post or an operator's
@@ -32,7 +32,7 @@ from clusterwatch.loopback.http_recorder import HttpRecorder
 from clusterwatch.loopback.monitor_proxy import MonitorProxy, find_nginx, monitor_proxy
 from clusterwatch.loopback.monitor_server import MonitorServer
 from clusterwatch.loopback.services import MissingComponent, require_binary
-from clusterwatch.monitor import gunicorn_conf
+from clusterwatch.monitor.site import gunicorn_conf
 from tests.monitor.served_support import (
     Answer,
     latest,

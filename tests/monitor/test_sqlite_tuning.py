@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from clusterwatch.monitor import sqlite_tuning
+from clusterwatch.monitor.core import sqlite_tuning
 
 pytestmark = pytest.mark.django_db
 

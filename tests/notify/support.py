@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Union
 
+from clusterwatch.http_client import HttpResponse, TransportError
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpResponse, TransportError
 
 SECRET = "SECRETTOKEN"
 SECRET_PATH = f"/services/T000/B000/{SECRET}"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.http_client import HttpResponse, TransportError
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
-from clusterwatch.notify.http import HttpResponse, TransportError
 from clusterwatch.notify.outbox import Outbox, deliver
 from tests.notify.support import CLIENT_TIMEOUT, T0, CannedPost, make_event
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from clusterwatch.http_client import HttpPost, HttpResponse
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.alertmanager import AlertmanagerChannel
 from clusterwatch.notify.answers import TRANSIENT_CLIENT_STATUSES
 from clusterwatch.notify.channel import Channel
-from clusterwatch.notify.http import HttpPost, HttpResponse
 from clusterwatch.notify.slack import PERMANENT_STATUSES, SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 from tests.notify.support import T0, CannedPost, make_event

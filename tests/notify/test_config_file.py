@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.notify.config_file import read_toml
+from clusterwatch.toml_file import read_toml
 
 
 def refused(path: Path) -> str:

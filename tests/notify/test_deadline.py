@@ -15,12 +15,12 @@ from typing import Callable
 
 import pytest
 
+from clusterwatch.http_client import TransportError, request
 from clusterwatch.loopback.dripping_server import DrippingServer
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify import deadline
 from clusterwatch.notify.alertmanager import AlertmanagerChannel
 from clusterwatch.notify.channel import Channel
-from clusterwatch.notify.http import TransportError, request
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 from tests.notify.support import SECRET, SECRET_PATH, T0, make_event

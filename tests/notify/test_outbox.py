@@ -9,10 +9,10 @@ from typing import Optional
 
 import pytest
 
+from clusterwatch.http_client import HttpResponse
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse, SlackResponses
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpResponse
 from clusterwatch.notify.outbox import HISTORY_LIMIT, Attempt, ChannelState, Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from tests.notify.support import CLIENT_TIMEOUT, SECRET_PATH, T0, CannedPost

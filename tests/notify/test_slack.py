@@ -10,6 +10,7 @@ from typing import Callable
 
 import pytest
 
+from clusterwatch.http_client import HttpResponse, TransportError, post
 from clusterwatch.loopback.http_recorder import (
     SLACK_PERMANENT_ERRORS,
     HttpRecorder,
@@ -17,7 +18,6 @@ from clusterwatch.loopback.http_recorder import (
     SlackResponses,
 )
 from clusterwatch.notify import channel as ch
-from clusterwatch.notify.http import HttpResponse, TransportError, post
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from tests.notify.support import (

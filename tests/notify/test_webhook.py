@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from clusterwatch.http_client import HttpResponse, TransportError
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse
 from clusterwatch.notify import channel as ch
-from clusterwatch.notify.http import HttpResponse, TransportError
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.webhook import JsonWebhook
 from tests.notify.support import CLIENT_TIMEOUT, SECRET, T0, CannedPost, make_event

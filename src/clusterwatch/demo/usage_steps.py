@@ -30,7 +30,7 @@ from clusterwatch.loopback.monitor_server import MonitorServer
 from clusterwatch.loopback.programs import ProgramFailed
 from clusterwatch.loopback.prometheus_history import prometheus_with_history
 from clusterwatch.loopback.services import MissingComponent, ServiceStartError, require_binary
-from clusterwatch.monitor.humanize import size_text
+from clusterwatch.monitor.core.humanize import size_text
 
 PAGE_TIMEOUT_S = 120.0  # the first PDF of a job is drawn on request (cached afterwards)
 

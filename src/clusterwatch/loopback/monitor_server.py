@@ -1,7 +1,7 @@
 """The monitor under gunicorn on 127.0.0.1, as it runs in production, for tests and the demo.
 
 `monitor_server(data_dir)` runs `clusterwatch monitor migrate`, then gunicorn with the
-settings the systemd unit runs (`clusterwatch.monitor.gunicorn_conf`; only the port, the
+settings the systemd unit runs (`clusterwatch.monitor.site.gunicorn_conf`; only the port, the
 number of workers and a shorter graceful stop differ) on a free loopback port, waits until
 `/accounts/login/` answers 200, and stops it
 (SIGTERM, the graceful shutdown; SIGKILL to its process group, workers too, after a timeout)
@@ -34,14 +34,15 @@ from typing import Any, Optional
 from clusterwatch.loopback import supervisor
 from clusterwatch.loopback.monitor_client import LOGIN_PATH
 from clusterwatch.loopback.services import LOOPBACK, log_tail
-from clusterwatch.monitor.database_url import sqlite_url
+from clusterwatch.monitor.core.database_url import sqlite_url
 
 READY_PATH = LOGIN_PATH  # answers 200 once a worker serves Django
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0  # SIGTERM is graceful for gunicorn: its workers finish their requests (10 s)
 COMMAND_TIMEOUT = 300.0
 LOG_TAIL_LINES = 40
-GUNICORN_CONFIG = "clusterwatch.monitor.gunicorn_conf"  # what clusterwatch-monitor.service runs
+# what clusterwatch-monitor.service runs
+GUNICORN_CONFIG = "clusterwatch.monitor.site.gunicorn_conf"
 
 
 class MonitorStartError(supervisor.ServiceStartError):
@@ -92,7 +93,7 @@ def monitor_environ(data_dir: Path, database: Optional[Mapping[str, str]] = None
     environ = {name: value for name, value in os.environ.items()
                if not name.startswith("CLUSTERWATCH_") and name != "DJANGO_SETTINGS_MODULE"}
     environ["CLUSTERWATCH_DATA_DIR"] = str(data_dir)
-    environ["DJANGO_SETTINGS_MODULE"] = "clusterwatch.monitor.settings"
+    environ["DJANGO_SETTINGS_MODULE"] = "clusterwatch.monitor.site.settings"
     environ.update(database or {})
     environ.update(extra or {})
     return environ
@@ -162,7 +163,7 @@ def _start_gunicorn(environ: Mapping[str, str], port: int, workers: Optional[int
 
     command = [sys.executable, "-m", "gunicorn", f"--config=python:{GUNICORN_CONFIG}",
                "--bind", f"{LOOPBACK}:{port}", "--graceful-timeout", "10",
-               "clusterwatch.monitor.wsgi:application"]
+               "clusterwatch.monitor.site.wsgi:application"]
     if workers is not None:
         command[3:3] = ["--workers", str(workers)]
     if tuple(gunicorn.version_info) >= (25, 1):
@@ -228,7 +229,7 @@ def migrated_database(data_dir: Path) -> Iterator[dict[str, str]]:
 
 def _template_name(settings: Mapping[str, str], engine: str, kind: str) -> str:
     """The NAME (a SQLite file, a PostgreSQL database) of a template of the `engine` wanted."""
-    from clusterwatch.monitor.database_url import parse
+    from clusterwatch.monitor.core.database_url import parse
 
     entry: dict[str, Any] = parse(settings["CLUSTERWATCH_DATABASE_URL"])
     if not entry["ENGINE"].endswith(engine):
@@ -240,7 +241,7 @@ def _template_name(settings: Mapping[str, str], engine: str, kind: str) -> str:
 def _admin_sql(url: str, password_file: str, statement: str) -> None:
     import psycopg
 
-    from clusterwatch.monitor.database_url import parse
+    from clusterwatch.monitor.core.database_url import parse
 
     entry: dict[str, Any] = parse(url, password_file or None)
     with psycopg.connect(dbname="postgres", user=entry["USER"], password=entry["PASSWORD"],

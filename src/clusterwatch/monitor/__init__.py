@@ -1,5 +1,5 @@
 """The central web app (Django): host-record ingest, pages, alarms.
 
 Run it through `clusterwatch monitor <django command>`; settings come from the environment
-(`clusterwatch.monitor.settings`). Only this part imports Django.
+(`clusterwatch.monitor.site.settings`). Only this part imports Django.
 """

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from clusterwatch.http_client import HttpPost, post
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.answers import post_batch
 from clusterwatch.notify.event import Event, format_rfc3339
-from clusterwatch.notify.http import HttpPost, post
 from clusterwatch.notify.incident import RECOVER
 
 ALERTNAME = "ClusterwatchTargetDown"

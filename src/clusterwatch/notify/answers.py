@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from clusterwatch.http_client import HttpPost, HttpResponse, TransportError, post_json
 from clusterwatch.notify import channel as ch
-from clusterwatch.notify.http import HttpPost, HttpResponse, TransportError, post_json
 
 # "Later" answers: sending the same request again may well succeed.
 TRANSIENT_CLIENT_STATUSES = frozenset({408, 425, 429})

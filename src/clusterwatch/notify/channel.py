@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from clusterwatch.http_client import HttpPost, post
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpPost, post
 
 DELIVERED = "delivered"  # the channel acknowledged the batch: drop it from this channel's queue
 RETRY = "retry"  # transient failure: keep the batch, try again next run

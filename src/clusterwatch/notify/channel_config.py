@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.http_client import HttpPost, post, url_problem
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.channel import Channel
-from clusterwatch.notify.http import HttpPost, post, url_problem
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 

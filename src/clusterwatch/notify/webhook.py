@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from clusterwatch.http_client import HttpResponse
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.answers import AnswerRules, post_batch
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.http import HttpResponse
 
 
 class WebhookAnswers(AnswerRules):

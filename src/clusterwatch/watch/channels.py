@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from clusterwatch.http_client import HttpPost, post
 from clusterwatch.notify import channel_config
 from clusterwatch.notify.channel import Channel
-from clusterwatch.notify.http import HttpPost, post
 from clusterwatch.watch.config import WatchConfig
 
 

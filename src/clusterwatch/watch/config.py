@@ -25,7 +25,7 @@ from clusterwatch.notify.channel_config import positive as _positive
 from clusterwatch.notify.channel_config import read_secret as read_secret
 from clusterwatch.notify.channel_config import reject_unknown as _reject_unknown
 from clusterwatch.notify.channel_config import string as _string
-from clusterwatch.notify.config_file import read_toml
+from clusterwatch.toml_file import read_toml
 from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS, Thresholds
 
 log = logging.getLogger(__name__)

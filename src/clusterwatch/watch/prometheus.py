@@ -8,7 +8,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from clusterwatch.notify.http import TransportError, request
+from clusterwatch.http_client import TransportError, request
 
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
 

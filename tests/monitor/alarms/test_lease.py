@@ -34,7 +34,7 @@ def environment(data_dir: Path) -> dict[str, str]:
            if not k.startswith(("CLUSTERWATCH_", "DJANGO_"))}
     env.update(CLUSTERWATCH_DATA_DIR=str(data_dir),
                CLUSTERWATCH_ALARMS_CONFIG=str(data_dir / "alarms.toml"),
-               DJANGO_SETTINGS_MODULE="clusterwatch.monitor.settings",
+               DJANGO_SETTINGS_MODULE="clusterwatch.monitor.site.settings",
                PYTHONPATH=str(ROOT / "src"))
     return env
 

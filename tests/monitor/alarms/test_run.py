@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from clusterwatch import http_client as notify_http
 from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses, fake_slack
 from clusterwatch.monitor.alarms import outbox_store
 from clusterwatch.monitor.alarms import run as alarm_run
-from clusterwatch.monitor.management.commands import evaluate_alarms as evaluate_alarms_command
-from clusterwatch.monitor.models import Alarm, AlarmRunLease, HostToken, HostTokenKey
-from clusterwatch.notify import http as notify_http
+from clusterwatch.monitor.core.models import Alarm, AlarmRunLease, HostToken, HostTokenKey
+from clusterwatch.monitor.site.management.commands import evaluate_alarms as evaluate_alarms_command
 from tests.monitor.alarms.support import make_record, put, ssl_failing
 
 SECRET = "cwALARMsecretTOKEN9731"  # part of the webhook URL: must never be shown

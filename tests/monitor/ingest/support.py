@@ -13,8 +13,8 @@ from typing import Any, Optional
 from django.test import Client
 from hypothesis import strategies as st
 
+from clusterwatch.monitor.core.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.ingest import tokens
-from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
 from tests.monitor.records import KEY
 
 BASE_TIME = dt.datetime(2026, 10, 2, 18, 30, tzinfo=dt.timezone.utc)

@@ -44,7 +44,7 @@ def _race(server: MonitorServer, key: str, token: str, body: bytes) -> list[Answ
 
 
 def _stored(server: MonitorServer, key: str) -> int:
-    code = ("from clusterwatch.monitor.models import HostReport\n"
+    code = ("from clusterwatch.monitor.core.models import HostReport\n"
             f"print(HostReport.objects.filter(key={key!r}).count())")
     return int(server.manage("shell", "-c", code).stdout.strip().splitlines()[-1])
 

@@ -40,7 +40,7 @@ CLUSTERWATCH = Path(sys.executable).with_name("clusterwatch")  # the installed c
 _FREEZE = """
 import datetime as dt, json, os
 from clusterwatch.monitor.ingest.store import store_record
-from clusterwatch.monitor.models import HostReport, LatestQueue, LatestReport
+from clusterwatch.monitor.core.models import HostReport, LatestQueue, LatestReport
 key = os.environ["FREEZE_KEY"]
 if os.environ["FREEZE_OLD"]:
     store_record(key, json.loads(os.environ["FREEZE_OLD"]), 1)
@@ -55,7 +55,7 @@ print(row.pk)
 # What the pages and alarms read of a key: its latest record's time and its queue index.
 _INDEXES = """
 import json, os
-from clusterwatch.monitor.models import LatestQueue, LatestReport
+from clusterwatch.monitor.core.models import LatestQueue, LatestReport
 key = os.environ["FREEZE_KEY"]
 row = LatestReport.objects.filter(key=key).first()
 print(json.dumps([row and row.collected_at.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -10,9 +10,9 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
+from clusterwatch.monitor.core.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.ingest import retention
 from clusterwatch.monitor.ingest.store import store_record
-from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
 from tests.monitor.records import example
 
 pytestmark = pytest.mark.django_db

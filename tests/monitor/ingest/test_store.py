@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from clusterwatch.monitor.core.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.ingest.store import (
     AlreadyStored,
     duplicate_of,
@@ -22,7 +23,6 @@ from clusterwatch.monitor.ingest.store import (
     record_digest,
     store_record,
 )
-from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
 from tests.monitor.ingest.support import at, new_token
 from tests.monitor.records import KEY, example
@@ -281,7 +281,7 @@ def test_it_keeps_the_newest_as_latest_with_several_worker_processes(
     database = copy_database(migrated_sqlite, tmp_path / "monitor.sqlite3")
     env = {**os.environ, "CLUSTERWATCH_DATA_DIR": str(tmp_path),
            "CLUSTERWATCH_DATABASE_URL": f"sqlite:///{database}",
-           "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.settings",
+           "DJANGO_SETTINGS_MODULE": "clusterwatch.monitor.site.settings",
            "CLUSTERWATCH_SECRET_KEY": "tests-only"}
     root = Path(__file__).resolve().parents[3]
     minutes = list(range(30))

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
+from clusterwatch.monitor.core.models import HostToken, HostTokenKey
 from clusterwatch.monitor.ingest import tokens
-from clusterwatch.monitor.models import HostToken, HostTokenKey
 from tests.monitor.ingest.support import post
 from tests.monitor.records import KEY, example
 

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from clusterwatch.monitor.core.models import HostReport, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.ingest import tokens
-from clusterwatch.monitor.models import HostReport, JobPush, LatestQueue, LatestReport
 from tests.monitor.ingest.support import at, auth, counts, new_token, post, url
 from tests.monitor.records import KEY, example, utc
 from tests.monitor.served_support import exchange

@@ -17,7 +17,7 @@ PANDAID = 6723451  # a job the example record pushed
 ARGUMENTS = {"queue": QUEUE, "pandaid": PANDAID}
 # Included URLconfs that are not operator pages, and why.
 NOT_OPERATOR_PAGES = {
-    "clusterwatch.monitor.usage.urls": "the usage reports: their own access matrix",
+    "clusterwatch.monitor.usage.web.urls": "the usage reports: their own access matrix",
     "clusterwatch.monitor.ingest.urls": "the reporters' API, authenticated by host tokens",
     "django.contrib.auth.urls": "logging in and out",
 }

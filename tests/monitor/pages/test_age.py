@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from clusterwatch.monitor.pages.age import is_stale, stamp
+from clusterwatch.monitor.core.stamps import is_stale, stamp
 
 NOW = dt.datetime(2026, 10, 2, 18, 31, 5, tzinfo=dt.timezone.utc)
 

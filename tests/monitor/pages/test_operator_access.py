@@ -26,9 +26,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from clusterwatch.loopback.slapd import Slapd
+from clusterwatch.monitor.core.models import LatestReport
+from clusterwatch.monitor.core.operators import GROUP, is_operator, set_operator
 from clusterwatch.monitor.ingest import tokens as host_tokens
-from clusterwatch.monitor.models import LatestReport
-from clusterwatch.monitor.operators import GROUP, is_operator, set_operator
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import get_config
 from tests.monitor.ldap_support import configure, login

@@ -27,7 +27,7 @@ LOCAL = {"rita": "rita-a-long-passw0rd", "olga": "olga-a-long-passw0rd"}
 _ACCOUNTS = (
     "import os\n"
     "from django.contrib.auth.models import User\n"
-    "from clusterwatch.monitor.operators import set_operator\n"
+    "from clusterwatch.monitor.core.operators import set_operator\n"
     "User.objects.create_user('rita', password=os.environ['RITA_PW'])\n"
     "set_operator(User.objects.create_user('olga', password=os.environ['OLGA_PW']), True)\n"
 )

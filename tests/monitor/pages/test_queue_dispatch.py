@@ -90,7 +90,7 @@ def test_it_says_a_reporter_before_1_6_did_not_report_it(operator: Client) -> No
 @pytest.mark.django_db
 def test_it_shows_the_remote_harvesters_status_and_why_it_has_no_reading(
         operator: Client) -> None:
-    from clusterwatch.monitor.panda.remote_report import store as store_remote
+    from clusterwatch.monitor.panda.remote.run import store as store_remote
 
     assert store_remote(KEY, remote_record(), 1000) is True
     section = text_of(operator.get(f"/queues/{EPIC}/")).split("Queue status and pilot dispatch")[1]

@@ -16,8 +16,8 @@ from django.utils.translation import gettext_lazy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterwatch.monitor.operators import set_operator
-from clusterwatch.monitor.pages.age import stamp
+from clusterwatch.monitor.core.operators import set_operator
+from clusterwatch.monitor.core.stamps import stamp
 from clusterwatch.monitor.pages.cells import esc, job_href
 from clusterwatch.monitor.pages.failed_calls import FailedCalls
 from clusterwatch.monitor.pages.queue_logs import Adjustment, Fetching, LastFetch, Push, Submission

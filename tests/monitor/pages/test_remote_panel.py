@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from clusterwatch.monitor.models import LatestQueue
+from clusterwatch.monitor.core.models import LatestQueue
 from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.queue_query import serving
 from clusterwatch.monitor.pages.remote_panel import kinds_for_queue, worker_tally
 from clusterwatch.monitor.pages.stored import StoredRecord
-from clusterwatch.monitor.panda.remote_report import store
+from clusterwatch.monitor.panda.remote.run import store
 from clusterwatch.monitor.record.remote_sections import DialogKind
 from tests.monitor.panda.remote_rows import (
     EPIC,

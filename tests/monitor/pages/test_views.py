@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from clusterwatch.monitor.core.operators import set_operator
 from clusterwatch.monitor.ingest import tokens
-from clusterwatch.monitor.operators import set_operator
 from tests.monitor.records import (
     QUEUE,
     SSL_MESSAGE,

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from clusterwatch.monitor import registry
-from clusterwatch.monitor.panda.remote_report import store as remote_store
+from clusterwatch.monitor.core import registry
+from clusterwatch.monitor.panda.remote.run import store as remote_store
 from tests.monitor.panda.remote_rows import EPIC, GPU, remote_record
 from tests.monitor.panda.remote_rows import KEY as REMOTE_KEY
 from tests.monitor.records import QUEUE, as_key, example, recent, store, with_database

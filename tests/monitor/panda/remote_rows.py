@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.monitor.ingest.validation import checkers
-from clusterwatch.monitor.panda.remote_record import ServerRows, build_record
-from clusterwatch.monitor.panda.server_rows import (
+from clusterwatch.monitor.panda.remote.builder import ServerRows, build_record
+from clusterwatch.monitor.panda.remote.server_rows import (
     DialogRow,
     InstanceRow,
     MetricsRow,

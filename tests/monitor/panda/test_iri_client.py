@@ -10,10 +10,10 @@ from typing import Any, Optional
 
 import pytest
 
+from clusterwatch.http_client import HttpResponse, request
 from clusterwatch.loopback.fake_iri import NO_USER, OUTAGE, FakeIri
-from clusterwatch.monitor.panda.iri_client import VIEW_CAP_BYTES, view_file
-from clusterwatch.monitor.panda.iri_errors import KINDS, IriError
-from clusterwatch.notify.http import HttpResponse, request
+from clusterwatch.monitor.panda.iri.client import VIEW_CAP_BYTES, view_file
+from clusterwatch.monitor.panda.iri.errors import KINDS, IriError
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
 
 pytestmark = pytest.mark.usefixtures("trusting")

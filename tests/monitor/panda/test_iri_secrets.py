@@ -11,8 +11,8 @@ from typing import Any, Callable
 import pytest
 
 from clusterwatch.loopback.fake_iri import OUTAGE, FakeIri
-from clusterwatch.monitor.panda.iri_client import view_file
-from clusterwatch.monitor.panda.iri_errors import IriError
+from clusterwatch.monitor.panda.iri.client import view_file
+from clusterwatch.monitor.panda.iri.errors import IriError
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
 
 pytestmark = pytest.mark.usefixtures("trusting")

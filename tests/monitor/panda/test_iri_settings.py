@@ -9,8 +9,8 @@ import pytest
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.loopback.fake_iri import FakeIri
-from clusterwatch.monitor.panda.iri_client import view_file
-from clusterwatch.monitor.panda.iri_settings import base_url_problem, read_token_file
+from clusterwatch.monitor.panda.iri.client import view_file
+from clusterwatch.monitor.panda.iri.settings import base_url_problem, read_token_file
 from tests.monitor.panda.iri_support import CONFIG_PATH, RESOURCE, TOKEN, token_file
 
 

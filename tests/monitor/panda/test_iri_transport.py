@@ -17,8 +17,8 @@ from clusterwatch.loopback.dripping_server import DrippingServer
 from clusterwatch.loopback.fake_iri import FakeIri
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.panda.iri_client import view_file
-from clusterwatch.monitor.panda.iri_errors import IriError
+from clusterwatch.monitor.panda.iri.client import view_file
+from clusterwatch.monitor.panda.iri.errors import IriError
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN, token_file
 from tests.support.tls import ServerCert
 
@@ -77,8 +77,8 @@ def test_it_trusts_a_site_ca_named_by_ssl_cert_file_in_a_fresh_process(
     # How the remote builder's command runs under systemd: the token from its file, the CA
     # from the environment, nothing secret in argv.
     script = ("import sys\n"
-              "from clusterwatch.monitor.panda.iri_client import view_file\n"
-              "from clusterwatch.monitor.panda.iri_settings import read_token_file\n"
+              "from clusterwatch.monitor.panda.iri.client import view_file\n"
+              "from clusterwatch.monitor.panda.iri.settings import read_token_file\n"
               "url, resource, path, token_path = sys.argv[1:]\n"
               "content = view_file(url, resource, path, read_token_file(token_path))\n"
               "sys.stdout.buffer.write(content)\n")

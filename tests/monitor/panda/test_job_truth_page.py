@@ -13,7 +13,7 @@ from django.test import Client
 
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.panda import job_rows
+from clusterwatch.monitor.panda import panda_job_rows as job_rows
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from tests.monitor.panda.job_tables import insert_jobs, job
 from tests.monitor.panda.panda_tables import configure, fresh_database, superuser

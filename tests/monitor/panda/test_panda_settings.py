@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.management.commands.remote_harvester_report import Command
 from clusterwatch.monitor.panda.panda_settings import (
     CREDENTIAL,
     PASSWORD_SETTING,
@@ -19,6 +18,7 @@ from clusterwatch.monitor.panda.panda_settings import (
     PandaDatabase,
     panda_database,
 )
+from clusterwatch.monitor.site.management.commands.remote_harvester_report import Command
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "monitor.md"
 URL = "postgresql://panda_reader@pandadb01.example.org:6432/panda_db?sslmode=verify-full"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.monitor.panda.remote_record import NO_LOGS, build_record
+from clusterwatch.monitor.panda.remote.builder import NO_LOGS, build_record
 from clusterwatch.monitor.record.host_record import parse_record
 from tests.monitor.panda.remote_rows import (
     DROPPED,

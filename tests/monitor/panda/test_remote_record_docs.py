@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterwatch.monitor.panda.remote_dialogs import KINDS_KEPT
-from clusterwatch.monitor.panda.remote_limits import fatal_error
-from clusterwatch.monitor.panda.remote_record import BUILDER_VERSION, build_record
-from clusterwatch.monitor.panda.remote_workers import LIVE_FOR
+from clusterwatch.monitor.panda.remote.builder import BUILDER_VERSION, build_record
+from clusterwatch.monitor.panda.remote.dialogs import KINDS_KEPT
+from clusterwatch.monitor.panda.remote.limits import fatal_error
+from clusterwatch.monitor.panda.remote.workers import LIVE_FOR
 from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config, rows
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "monitor.md"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clusterwatch.monitor.ingest.validation import checkers, schema_document
-from clusterwatch.monitor.panda.remote_record import build_record
+from clusterwatch.monitor.panda.remote.builder import build_record
 from tests.monitor import records
 from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config, perlmutter_rows
 

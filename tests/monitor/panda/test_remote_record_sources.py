@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.monitor.panda.remote_metrics import parse_metrics
-from clusterwatch.monitor.panda.remote_record import build_record
-from clusterwatch.monitor.panda.server_rows import SourceFailed
+from clusterwatch.monitor.panda.remote.builder import build_record
+from clusterwatch.monitor.panda.remote.metrics import parse_metrics
+from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
 from tests.monitor.panda.remote_rows import (
     EPIC,
     HARVESTER,

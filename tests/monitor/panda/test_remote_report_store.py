@@ -8,9 +8,9 @@ import datetime as dt
 import pytest
 
 from clusterwatch.errors import RunError
-from clusterwatch.monitor.models import HostReport, LatestReport
-from clusterwatch.monitor.panda.remote_record import build_record
-from clusterwatch.monitor.panda.remote_report import store
+from clusterwatch.monitor.core.models import HostReport, LatestReport
+from clusterwatch.monitor.panda.remote.builder import build_record
+from clusterwatch.monitor.panda.remote.run import store
 from tests.monitor.panda.remote_rows import HARVESTER, KEY, NOW, perlmutter_config, perlmutter_rows
 
 pytestmark = pytest.mark.django_db

@@ -11,14 +11,14 @@ import pytest
 from django.test import Client
 
 from clusterwatch.errors import RunError
-from clusterwatch.monitor.models import HostReport
-from clusterwatch.monitor.panda.iri_client import view_file
-from clusterwatch.monitor.panda.iri_errors import IriError
+from clusterwatch.http_client import HttpResponse
+from clusterwatch.monitor.core.models import HostReport
+from clusterwatch.monitor.panda.iri.client import view_file
+from clusterwatch.monitor.panda.iri.errors import IriError
 from clusterwatch.monitor.panda.panda_settings import panda_database
-from clusterwatch.monitor.panda.remote_metrics import parse_metrics
-from clusterwatch.monitor.panda.remote_report import _from_file, store
-from clusterwatch.monitor.panda.server_rows import SourceFailed
-from clusterwatch.notify.http import HttpResponse
+from clusterwatch.monitor.panda.remote.metrics import parse_metrics
+from clusterwatch.monitor.panda.remote.run import _from_file, store
+from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
 from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
 from tests.monitor.records import KEY, example
 from tests.support.monitor_console import CLUSTERWATCH, console_environ, copy_migrated

@@ -12,7 +12,7 @@ import pytest
 from django.apps import apps
 from django.utils import timezone
 
-from clusterwatch.monitor.models import HostReport, LatestQueue, LatestReport
+from clusterwatch.monitor.core.models import HostReport, LatestQueue, LatestReport
 from clusterwatch.monitor.pages.hosts_page import host_row
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.queue_page import queue_page
@@ -221,7 +221,7 @@ def test_it_reads_the_whole_record_where_a_row_has_no_current_slice() -> None:
 
 
 def test_it_fills_the_slices_of_existing_rows_when_migrating() -> None:
-    migration = importlib.import_module("clusterwatch.monitor.migrations.0003_page_slices")
+    migration = importlib.import_module("clusterwatch.monitor.core.migrations.0003_page_slices")
     now = timezone.now()
     report = store(with_database(recent(example(), now - dt.timedelta(minutes=1))))
     store(as_key(recent(example(), now - dt.timedelta(minutes=1)), "h2"))

@@ -25,8 +25,8 @@ from django.utils import timezone
 from clusterwatch.monitor.ingest import tokens as host_tokens
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.report import load_report
-from clusterwatch.monitor.usage.urls import urlpatterns
+from clusterwatch.monitor.usage.usage_report import load_report
+from clusterwatch.monitor.usage.web.urls import urlpatterns
 from tests.monitor.usage.site import GiB, UsageSite
 
 OWNER, JOBID, ACCOUNT, JOB_NAME = "alice", "4242", "quarkphys", "hidden-name-q7"
@@ -48,7 +48,7 @@ MEMBER_JOBID = "5000"
 CYRILLIC, FULLWIDTH = "\u0430lice", "\uff41lice"
 # What a refusal must never carry: the hidden job's user, account, name and id.
 HIDDEN = (OWNER.encode(), ACCOUNT.encode(), JOB_NAME.encode(), JOBID.encode())
-LDAP_BACKEND = "clusterwatch.monitor.ldap_backend.DirectoryBackend"
+LDAP_BACKEND = "clusterwatch.monitor.site.ldap_backend.DirectoryBackend"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 _CSRF = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"')
 

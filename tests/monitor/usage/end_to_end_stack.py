@@ -37,7 +37,7 @@ from clusterwatch.loopback.slurm import (
 )
 from clusterwatch.loopback.slurmdbd import check_accounting_binaries
 from clusterwatch.loopback.smtp import SmtpServer
-from clusterwatch.monitor.usage.report import KEEP_AFTER_SCRAPES
+from clusterwatch.monitor.usage.usage_report import KEEP_AFTER_SCRAPES
 from tests.components import need_binary, unavailable
 from tests.jobs.exporter_process import console_script, serving
 from tests.monitor.usage.end_to_end_jobs import (

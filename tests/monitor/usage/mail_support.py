@@ -14,8 +14,8 @@ from typing import Any, Optional
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.mail_delivery import Sender
-from clusterwatch.monitor.usage.mail_settings import MailSettings
+from clusterwatch.monitor.usage.mail.delivery import Sender
+from clusterwatch.monitor.usage.mail.settings import MailSettings
 from tests.components import need_binary, unavailable
 from tests.monitor.usage.site import UsageSite
 

@@ -10,11 +10,11 @@ from typing import Any, Callable, Optional
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from clusterwatch.monitor.usage.accounting import JobRecord
-from clusterwatch.monitor.usage.analysis import analyse
-from clusterwatch.monitor.usage.prometheus_api import Series
-from clusterwatch.monitor.usage.rules import check
-from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.accounting.interface import JobRecord
+from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.metrics.prometheus_api import Series
+from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
 from tests.monitor.usage.usage_support import START, STEP
 

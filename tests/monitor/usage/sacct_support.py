@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clusterwatch.monitor.usage.sacct_parse import FIELDS
+from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS
 
 # A finished two-CPU job with its batch and extern steps, as Slurm 22.05 prints it with
 # SLURM_TIME_FORMAT=%s (JobID|JobIDRaw|User|Account|Partition|State|Start|End|Elapsed|

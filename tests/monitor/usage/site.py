@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.monitor.usage.sacct_parse import FIELDS
+from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.sacct_support import step_values, values
 

@@ -19,7 +19,7 @@ import pytest
 from django.http import HttpResponse
 from django.test import Client
 
-from clusterwatch.monitor.usage.report import load_report
+from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.access_support import (
     ASKERS,
     JOB_NAME,
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.django_db
 
 SEES = "sees"  # 200 once the job exists, with its content
 Expected = Union[int, str]
-# The kind of each path of usage/urls.py: a path without one fails the matrix.
+# The kind of each path of usage/web/urls.py: a path without one fails the matrix.
 KINDS = {
     "usage-index": "index", "usage-api-user": "api_user", "usage-api-job": "api_job",
     "usage-job": "page_job", "usage-user": "page_user", "usage-staff": "page_staff",
@@ -113,7 +113,7 @@ def test_it_answers_each_asker_of_each_path_as_the_table_says(
         name: str, asker: str) -> None:
     settings.AUTHENTICATION_BACKENDS = [  # type: ignore[attr-defined]
         "django.contrib.auth.backends.ModelBackend",
-        "clusterwatch.monitor.ldap_backend.DirectoryBackend"]
+        "clusterwatch.monitor.site.ldap_backend.DirectoryBackend"]
     kind = KINDS[name]
     expected = EXPECTED[asker][COLUMNS.index(kind)]
     world = build_world(usage_site, monkeypatch)

@@ -14,8 +14,8 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.render_cache import render_key
-from clusterwatch.monitor.usage.report import load_report
+from clusterwatch.monitor.usage.rendering.cache import render_key
+from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.access_support import (
     HIDDEN,
     JOBID,

@@ -4,10 +4,10 @@ from typing import Optional
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import JobRecord
-from clusterwatch.monitor.usage.analysis import ACCOUNTING, EXPORTER, NOTE_RUNNING, analyse
-from clusterwatch.monitor.usage.rules import check
-from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.accounting.interface import JobRecord
+from clusterwatch.monitor.usage.analysis.figures import ACCOUNTING, EXPORTER, NOTE_RUNNING, analyse
+from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.metrics.series import JobSeries
 from tests.monitor.usage.usage_support import (
     HOUR,
     GiB,

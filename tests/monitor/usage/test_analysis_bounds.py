@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clusterwatch.monitor.usage.analysis import analyse
-from clusterwatch.monitor.usage.prometheus_api import Series
-from clusterwatch.monitor.usage.rules import CODES, check
+from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.rules import CODES, check
+from clusterwatch.monitor.usage.metrics.prometheus_api import Series
 from tests.monitor.usage.usage_support import START, job_series, record
 
 T0 = START.timestamp()

@@ -14,11 +14,11 @@ import pytest
 
 from clusterwatch.jobs.file_reader import ErrorCounts
 from clusterwatch.jobs.slurm_v1 import SlurmV1
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 from clusterwatch.monitor.usage.config import read_config
+from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.report import load_report
-from clusterwatch.monitor.usage.sacct import SacctAccounting
-from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.real_slurm import RealJobs, real_jobs
 from tests.monitor.usage.site import UsageSite

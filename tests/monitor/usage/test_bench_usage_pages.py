@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from clusterwatch.monitor.usage.sacct_parse import parse_sacct
+from clusterwatch.monitor.usage.accounting.sacct_parse import parse_sacct
 from tests.benchmark_module import load_benchmark
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_usage_pages.py"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage.plot_metrics import METRICS
+from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS
 from tests.benchmark_module import load_benchmark
 from tests.components import need_binary
 

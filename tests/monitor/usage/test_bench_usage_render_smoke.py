@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.monitor.usage.series import SPECS, choose_step
+from clusterwatch.monitor.usage.metrics.series import SPECS, choose_step
 from tests.benchmark_module import load_benchmark
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_usage_render.py"

@@ -1,5 +1,5 @@
 """Counters that reset during a job (issue 19 item 15): read as Prometheus' increase() reads
-them, by the one set of functions (usage/timeseries.py) that the figures and the plots share,
+them, by the one set of functions (usage/analysis/timeseries.py) that the figures and the plots share,
 so a job's CPU efficiency and its CPU plots say the same."""
 
 from __future__ import annotations
@@ -8,11 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterwatch.monitor.usage.analysis import analyse
-from clusterwatch.monitor.usage.plot_metrics import METRICS, metric_curves
-from clusterwatch.monitor.usage.prometheus_api import Series
-from clusterwatch.monitor.usage.rules import check
-from clusterwatch.monitor.usage.timeseries import counter_total, cumulative, increases, rate
+from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.analysis.timeseries import (
+    counter_total,
+    cumulative,
+    increases,
+    rate,
+)
+from clusterwatch.monitor.usage.metrics.prometheus_api import Series
+from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, metric_curves
 from tests.monitor.usage.usage_support import HOUR, good_series, one, record
 
 BUSY = 3.6  # CPUs busy of 4: 90 %

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from clusterwatch.loopback.monitor_client import Session, get
-from clusterwatch.monitor.usage.rules import CODES
-from clusterwatch.monitor.usage.summary_rows import percent
-from clusterwatch.monitor.usage.thresholds import DEFAULTS
+from clusterwatch.monitor.usage.analysis.rules import CODES
+from clusterwatch.monitor.usage.analysis.thresholds import DEFAULTS
+from clusterwatch.monitor.usage.rendering.summary_rows import percent
 from tests.components import need_binary
 from tests.monitor.usage.end_to_end_jobs import MiB, RanJob
 from tests.monitor.usage.end_to_end_stack import (

@@ -13,13 +13,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage import mail_outbox
-from clusterwatch.monitor.usage.mail_delivery import deliver_due
-from clusterwatch.monitor.usage.mail_poll import poll
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.sacct_parse import find_job, parse_sacct
+from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.mail import outbox as mail_outbox
+from clusterwatch.monitor.usage.mail.delivery import deliver_due
+from clusterwatch.monitor.usage.mail.poll import poll
 from clusterwatch.monitor.usage.models import UsageMail
-from clusterwatch.monitor.usage.sacct import SacctAccounting
-from clusterwatch.monitor.usage.sacct_parse import find_job, parse_sacct
-from clusterwatch.monitor.usage.sources import accounting
 from tests.monitor.usage.mail_support import DOMAIN, MailSite, sender
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.real_slurm import USER, real_jobs

@@ -1,4 +1,4 @@
-"""The user page's table (usage/job_rows.py) and the figures in words (usage/figures_text.py):
+"""The user page's table (usage/web/job_rows.py) and the figures in words (usage/rendering/figures_text.py):
 pure functions over documents."""
 
 from __future__ import annotations
@@ -8,20 +8,24 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.monitor.usage.figures_text import figure_lines, figure_value, jobid_order
-from clusterwatch.monitor.usage.job_rows import (
+from clusterwatch.monitor.usage.rendering.figures_text import (
+    figure_lines,
+    figure_value,
+    jobid_order,
+)
+from clusterwatch.monitor.usage.summary_json import UsageDocument
+from clusterwatch.monitor.usage.web.job_rows import (
     COLUMNS,
     job_row,
     page_of,
     sort_documents,
     state_counts,
 )
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from tests.monitor.usage.usage_support import record
 
 
 def document(jobid: str, **figures: Any) -> UsageDocument:
-    from clusterwatch.monitor.usage.analysis import analyse
+    from clusterwatch.monitor.usage.analysis.figures import analyse
     from clusterwatch.monitor.usage.summary_json import usage_document
 
     base = dict(usage_document(record(jobid=jobid), analyse(record(jobid=jobid), None), ()))

@@ -1,4 +1,4 @@
-"""The user and staff pages' parameters (usage/list_params.py), read strictly: the windows they
+"""The user and staff pages' parameters (usage/web/list_params.py), read strictly: the windows they
 make, and every value refused with a message naming the parameter."""
 
 from __future__ import annotations
@@ -7,11 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from clusterwatch.monitor.usage.list_params import (
-    BadParameter,
-    staff_query,
-    user_query,
-)
+from clusterwatch.monitor.usage.web.list_params import BadParameter, staff_query, user_query
 
 NOW = datetime(2026, 11, 29, 15, 30, tzinfo=timezone.utc)
 MIDNIGHT = datetime(2026, 11, 29, tzinfo=timezone.utc)

@@ -9,11 +9,11 @@ from typing import Any, Optional
 
 import pytest
 
-from clusterwatch.monitor.usage.analysis import analyse
-from clusterwatch.monitor.usage.mail_content import one_line, subject_of
-from clusterwatch.monitor.usage.mail_message import build_message, compose, describe
-from clusterwatch.monitor.usage.rules import check
-from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.mail.content import one_line, subject_of
+from clusterwatch.monitor.usage.mail.message import build_message, compose, describe
+from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
 from tests.monitor.usage.usage_support import START, GiB, good_series, job_series, one, record
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage import mail_outbox
+from clusterwatch.monitor.usage.accounting.sources import accounting
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.mail_delivery import deliver, deliver_due
-from clusterwatch.monitor.usage.mail_poll import OVERLAP, poll
+from clusterwatch.monitor.usage.mail import outbox as mail_outbox
+from clusterwatch.monitor.usage.mail.delivery import deliver, deliver_due
+from clusterwatch.monitor.usage.mail.poll import OVERLAP, poll
 from clusterwatch.monitor.usage.models import UsageMail
-from clusterwatch.monitor.usage.sources import accounting
 from tests.monitor.usage.mail_support import (
     DOMAIN,
     MailSite,

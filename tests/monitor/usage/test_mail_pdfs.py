@@ -12,11 +12,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage import mail_outbox, rendered
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.mail_delivery import deliver_due
-from clusterwatch.monitor.usage.mail_pdfs import RunPdfs
-from clusterwatch.monitor.usage.report import load_report
+from clusterwatch.monitor.usage.mail import outbox as mail_outbox
+from clusterwatch.monitor.usage.mail.delivery import deliver_due
+from clusterwatch.monitor.usage.mail.pdfs import RunPdfs
+from clusterwatch.monitor.usage.rendering import rendered
+from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.mail_support import DOMAIN, MailSite, parts, sender
 from tests.monitor.usage.site import UsageSite
 

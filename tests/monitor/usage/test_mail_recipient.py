@@ -9,10 +9,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone as django_timezone
 
+from clusterwatch.monitor.usage.accounting.sources import accounting
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.mail_poll import poll
-from clusterwatch.monitor.usage.mail_recipient import greeting_name, recipient_for
-from clusterwatch.monitor.usage.sources import accounting
+from clusterwatch.monitor.usage.mail.poll import poll
+from clusterwatch.monitor.usage.mail.recipient import greeting_name, recipient_for
 from tests.monitor.usage.mail_support import mail_settings
 from tests.monitor.usage.site import UsageSite
 

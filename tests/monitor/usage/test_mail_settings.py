@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.usage.mail_settings import (
+from clusterwatch.monitor.usage.mail.settings import (
     MailSettings,
     from_environ,
     require_sending,

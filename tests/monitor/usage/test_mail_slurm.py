@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwatch.monitor.usage.mail_slurm import is_end_of_job, read_call
+from clusterwatch.monitor.usage.mail.slurm_mailprog import is_end_of_job, read_call
 
 ENDED = "Slurm Job_id=4242 Name=analysis Ended, Run time 00:10:02, COMPLETED, ExitCode 0"
 SLURM = {"SLURM_JOB_ID": "4242", "SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "analysis",

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.report import load_report
+from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.page_support import client_of, without_csrf
 from tests.monitor.usage.site import UsageSite
 

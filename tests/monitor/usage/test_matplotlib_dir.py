@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage.matplotlib_dir import use_matplotlib_dir
+from clusterwatch.monitor.usage.rendering.matplotlib_dir import use_matplotlib_dir
 
 ROOT = Path(__file__).resolve().parents[3]
 DRAW = (
     "from tests.monitor.usage.render_support import document_of, png_size\n"
     "from tests.monitor.usage.usage_support import good_series, record\n"
-    "from clusterwatch.monitor.usage.plots import render_plot\n"
+    "from clusterwatch.monitor.usage.rendering.plots import render_plot\n"
     "series = good_series()\n"
     "print(png_size(render_plot(document_of(record(), series), series, 'memory')))\n")
 
@@ -50,7 +50,7 @@ def test_the_monitors_directory_holds_the_font_list_and_nothing_is_said(
         tmp_path: Path, unwritable_home: Path) -> None:
     chosen = tmp_path / "data" / "matplotlib"
     script = ("from pathlib import Path\n"
-              "from clusterwatch.monitor.usage.matplotlib_dir import use_matplotlib_dir\n"
+              "from clusterwatch.monitor.usage.rendering.matplotlib_dir import use_matplotlib_dir\n"
               f"print(use_matplotlib_dir(Path({str(chosen)!r})))\n" + DRAW)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -83,7 +83,7 @@ def test_a_directory_that_cannot_be_made_leaves_matplotlib_to_decide(
         tmp_path: Path, unwritable_home: Path) -> None:
     script = ("import os\n"
               "from pathlib import Path\n"
-              "from clusterwatch.monitor.usage.matplotlib_dir import use_matplotlib_dir\n"
+              "from clusterwatch.monitor.usage.rendering.matplotlib_dir import use_matplotlib_dir\n"
               f"print(use_matplotlib_dir(Path({str(unwritable_home / 'mpl')!r})))\n"
               "print(os.environ.get('MPLCONFIGDIR'))\n")
     done = _run(script, unwritable_home, tmp_path)

@@ -12,9 +12,9 @@ from typing import Optional
 import pytest
 from PIL import Image
 
-from clusterwatch.monitor.usage.pdf import render_pdf
-from clusterwatch.monitor.usage.plot_metrics import measured_metrics
-from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.metrics.series import JobSeries
+from clusterwatch.monitor.usage.rendering.pdf import render_pdf
+from clusterwatch.monitor.usage.rendering.plot_metrics import measured_metrics
 from clusterwatch.monitor.usage.summary_json import UsageDocument
 from tests.components import need_binary
 from tests.monitor.usage.render_support import document_of

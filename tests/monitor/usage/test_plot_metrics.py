@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage import plot_units
-from clusterwatch.monitor.usage.plot_metrics import (
+from clusterwatch.monitor.usage.rendering import plot_units
+from clusterwatch.monitor.usage.rendering.plot_metrics import (
     ALIASES,
     METRICS,
     UnknownMetric,

@@ -16,16 +16,16 @@ from django.test import Client
 from django.utils.html import escape
 
 from clusterwatch.monitor.usage.config import get_config
+from clusterwatch.monitor.usage.metrics.series import SPECS, JobSeries, fetch_job_series, selector
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.plot_metrics import (
+from clusterwatch.monitor.usage.rendering.plot_metrics import (
     ALIASES,
     METRICS,
     measured_metrics,
     series_keys,
 )
-from clusterwatch.monitor.usage.plots import render_plot
-from clusterwatch.monitor.usage.report import SERIES_GONE
-from clusterwatch.monitor.usage.series import SPECS, JobSeries, fetch_job_series, selector
+from clusterwatch.monitor.usage.rendering.plots import render_plot
+from clusterwatch.monitor.usage.usage_report import SERIES_GONE
 from tests.monitor.usage.site import UsageSite
 
 pytestmark = pytest.mark.django_db

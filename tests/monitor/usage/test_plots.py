@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterwatch.monitor.usage.plot_metrics import METRICS, UnknownMetric
-from clusterwatch.monitor.usage.plots import (
+from clusterwatch.monitor.usage.metrics.prometheus_api import Series
+from clusterwatch.monitor.usage.metrics.series import JobSeries
+from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, UnknownMetric
+from clusterwatch.monitor.usage.rendering.plots import (
     pie_figure,
     plot_figure,
     render_pie,
     render_plot,
 )
-from clusterwatch.monitor.usage.prometheus_api import Series
-from clusterwatch.monitor.usage.series import JobSeries
 from clusterwatch.monitor.usage.summary_json import UsageDocument
 from tests.monitor.usage.render_support import (
     curves,
@@ -188,7 +188,7 @@ def test_a_three_second_job_reads_in_seconds() -> None:
 ])
 def test_impossible_values_are_not_drawn_and_the_plot_says_why(metric: str, key: str,
                                                                value: float) -> None:
-    """A value past any node (usage/readings.py) is left out, as the figures leave it out:
+    """A value past any node (usage/analysis/readings.py) is left out, as the figures leave it out:
     the metric's other curves are drawn, and with none left the image says why."""
     series = good_series(**{key: [one(lambda t: value)]})
     document = document_of(record(), series)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwatch.monitor.usage import prometheus_api
+from clusterwatch.monitor.usage.metrics import prometheus_api
 from tests.monitor.usage.page_support import client_of, text_of
 from tests.monitor.usage.site import UsageSite
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.usage.accounting import (
+from clusterwatch.monitor.usage.accounting.interface import (
     AccountingFailed,
     InvalidJobId,
     UnknownJob,
 )
-from clusterwatch.monitor.usage.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 from tests.monitor.usage.sacct_support import COMPLETED_JOB, line, with_delimiter
 
 SINCE = datetime(2023, 11, 14, tzinfo=timezone.utc)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from clusterwatch.monitor.usage.sacct_parse import ended_since, newest_start, parse_sacct
+from clusterwatch.monitor.usage.accounting.sacct_parse import ended_since, newest_start, parse_sacct
 from tests.monitor.usage.cli_support import Cli
 from tests.monitor.usage.mail_support import DOMAIN
 from tests.monitor.usage.sacct_support import SEP, values

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from clusterwatch.monitor.usage.sacct_fields import (
+from clusterwatch.monitor.usage.accounting.sacct_fields import (
     parse_duration,
     parse_req_mem,
     parse_size,

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage.mail_poll import poll
+from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.mail.poll import poll
 from clusterwatch.monitor.usage.models import UsageMail
-from clusterwatch.monitor.usage.sources import accounting
 from tests.monitor.usage.mail_support import MailSite, sender
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.sacct_support import values

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import AccountingFailed
-from clusterwatch.monitor.usage.sacct_parse import find_job, parse_sacct
+from clusterwatch.monitor.usage.accounting.interface import AccountingFailed
+from clusterwatch.monitor.usage.accounting.sacct_parse import find_job, parse_sacct
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.sacct_support import SEP, line
 from tests.monitor.usage.site import UsageSite

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import AccountingFailed
-from clusterwatch.monitor.usage.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.interface import AccountingFailed
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 
 
 def test_it_gives_up_within_its_timeout_when_a_descendant_escaped_its_group(

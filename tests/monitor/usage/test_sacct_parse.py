@@ -4,8 +4,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import AccountingFailed
-from clusterwatch.monitor.usage.sacct_parse import find_job, parse_sacct
+from clusterwatch.monitor.usage.accounting.interface import AccountingFailed
+from clusterwatch.monitor.usage.accounting.sacct_parse import find_job, parse_sacct
 from tests.monitor.usage.sacct_support import COMPLETED_JOB, SEP, line, step
 
 GiB = 1024**3

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import JobRecord, UnknownJob
-from clusterwatch.monitor.usage.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.interface import JobRecord, UnknownJob
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 from tests.monitor.usage.real_slurm import (
     BURN_CPU_S,
     HELD_MIB,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import AccountingFailed
-from clusterwatch.monitor.usage.sacct_parse import FIELDS
-from clusterwatch.monitor.usage.sacct_records import records
+from clusterwatch.monitor.usage.accounting.interface import AccountingFailed
+from clusterwatch.monitor.usage.accounting.sacct_parse import FIELDS
+from clusterwatch.monitor.usage.accounting.sacct_records import records
 
 EVERY_BYTE = bytes(range(1, 256))
 SEPARATORS = "\u2028\u2029\u0085\r\n\x0b\x0c\x1c\x1d\x1e"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clusterwatch.monitor.usage.accounting.slurmdb_settings import read_settings
 from clusterwatch.monitor.usage.config import read_config
-from clusterwatch.monitor.usage.mail_delivery import Sender
-from clusterwatch.monitor.usage.slurmdb_settings import read_settings
+from clusterwatch.monitor.usage.mail.delivery import Sender
 from tests.monitor.usage.mail_support import mail_settings
 
 SECRET = "Sm7p-s3cret-9f1c"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterwatch.monitor.usage.prometheus_api import PrometheusError
-from clusterwatch.monitor.usage.series import choose_step, fetch_job_series, selector
+from clusterwatch.monitor.usage.metrics.prometheus_api import PrometheusError
+from clusterwatch.monitor.usage.metrics.series import choose_step, fetch_job_series, selector
 from tests.monitor.usage.prometheus_range import RangePrometheus
 
 START = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)

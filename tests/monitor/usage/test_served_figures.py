@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from clusterwatch.monitor.usage.mail_content import text_part
+from clusterwatch.monitor.usage.mail.content import text_part
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.served_usage import Served, served_usage
 from tests.monitor.usage.site import UsageSite

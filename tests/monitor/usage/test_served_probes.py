@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage.shown_text import MARKS_LIMIT, SHOWN_LIMIT
+from clusterwatch.monitor.usage.rendering.shown_text import MARKS_LIMIT, SHOWN_LIMIT
 from tests.components import need_binary
 from tests.monitor.usage.date_fuzz import DATED, TODAY, queries
 from tests.monitor.usage.prometheus_range import RangePrometheus

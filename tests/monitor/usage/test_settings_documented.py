@@ -14,8 +14,8 @@ import re
 from functools import cache
 from pathlib import Path
 
-from clusterwatch.monitor import ldap_settings
-from clusterwatch.monitor.usage import mail_settings
+from clusterwatch.monitor.site import ldap_settings
+from clusterwatch.monitor.usage.mail import settings as mail_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = (ROOT / "docs" / "usage.md", ROOT / "docs" / "monitor.md")

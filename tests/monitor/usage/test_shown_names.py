@@ -1,4 +1,4 @@
-"""A job's name as every report shows it (usage/shown_text.py): the job page, the user's list
+"""A job's name as every report shows it (usage/rendering/shown_text.py): the job page, the user's list
 and the PDF show it as the email does, on one line, without bidirectional controls (U+202E
 made a name read reversed on the pages while the email stripped it), and at most
 SHOWN_LIMIT characters, so a 100,000-character name neither floods a page nor holds the
@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterwatch.monitor.usage.shown_text import MARKS_LIMIT, SHOWN_LIMIT, one_line, shown
+from clusterwatch.monitor.usage.rendering.shown_text import (
+    MARKS_LIMIT,
+    SHOWN_LIMIT,
+    one_line,
+    shown,
+)
 from tests.components import need_binary
 from tests.monitor.usage.page_support import client_of, text_of
 from tests.monitor.usage.site import UsageSite

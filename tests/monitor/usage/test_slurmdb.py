@@ -11,16 +11,16 @@ from datetime import datetime, timezone
 import pytest
 
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.usage.accounting import (
+from clusterwatch.monitor.usage.accounting.interface import (
     AccountingConfigError,
     AccountingFailed,
     InvalidJobId,
     JobRecord,
     UnknownJob,
 )
-from clusterwatch.monitor.usage.sacct import SacctAccounting
-from clusterwatch.monitor.usage.slurmdb import SlurmDbAccounting
-from clusterwatch.monitor.usage.slurmdb_settings import SlurmDbSettings
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.slurmdb import SlurmDbAccounting
+from clusterwatch.monitor.usage.accounting.slurmdb_settings import SlurmDbSettings
 from tests.monitor.usage.real_slurm import OTHER_USER, USER, RealJobs, real_jobs
 from tests.monitor.usage.slurmdb_support import create_admin, create_view, silent_port
 

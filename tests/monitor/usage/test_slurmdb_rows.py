@@ -7,8 +7,8 @@ from typing import Any, Optional
 
 import pytest
 
-from clusterwatch.monitor.usage.accounting import AccountingFailed
-from clusterwatch.monitor.usage.slurmdb_rows import (
+from clusterwatch.monitor.usage.accounting.interface import AccountingFailed
+from clusterwatch.monitor.usage.accounting.slurmdb_rows import (
     INFINITE,
     MEM_PER_CPU,
     NO_VAL,
@@ -17,7 +17,7 @@ from clusterwatch.monitor.usage.slurmdb_rows import (
     state_name,
     to_record,
 )
-from clusterwatch.monitor.usage.slurmdb_view import COLUMN_NAMES
+from clusterwatch.monitor.usage.accounting.slurmdb_sql_view import COLUMN_NAMES
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 START = int(NOW.timestamp()) - 3600

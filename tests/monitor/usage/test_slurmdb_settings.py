@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.usage.accounting import AccountingConfigError
-from clusterwatch.monitor.usage.slurmdb import SlurmDbAccounting
-from clusterwatch.monitor.usage.slurmdb_settings import SlurmDbSettings, read_settings
+from clusterwatch.monitor.usage.accounting.interface import AccountingConfigError
+from clusterwatch.monitor.usage.accounting.slurmdb import SlurmDbAccounting
+from clusterwatch.monitor.usage.accounting.slurmdb_settings import SlurmDbSettings, read_settings
 
 URL = "mysql://clusterwatch_usage@db.example.org:3307/clusterwatch_usage"
 SECRET = "s3cret-Pa55"

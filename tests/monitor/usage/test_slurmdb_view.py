@@ -11,8 +11,8 @@ import pymysql
 import pytest
 
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.usage.slurmdb_admin import native_password_hash
-from clusterwatch.monitor.usage.slurmdb_view import COLUMN_NAMES, create_view_sql
+from clusterwatch.monitor.usage.accounting.slurmdb_admin import native_password_hash
+from clusterwatch.monitor.usage.accounting.slurmdb_sql_view import COLUMN_NAMES, create_view_sql
 from tests.monitor.usage.real_slurm import USER, RealJobs, real_jobs
 from tests.monitor.usage.slurmdb_support import (
     ADMIN,

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.staff_rows import STAFF_ROWS
+from clusterwatch.monitor.usage.web.staff_rows import STAFF_ROWS
 from tests.monitor.usage.page_support import client_of, job_ids, text_of
 from tests.monitor.usage.site import GiB, UsageSite
 

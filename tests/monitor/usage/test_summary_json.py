@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 
-from clusterwatch.monitor.usage.analysis import analyse
-from clusterwatch.monitor.usage.rules import check
+from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.rules import check
 from clusterwatch.monitor.usage.summary_json import USAGE_KEYS, usage_document
 from tests.monitor.usage.usage_support import GiB, MiB, good_series, one, record
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.usage.thresholds import DEFAULTS, GiB, load_thresholds
+from clusterwatch.monitor.usage.analysis.thresholds import DEFAULTS, GiB, load_thresholds
 
 
 def write(tmp_path: Path, text: str) -> Path:

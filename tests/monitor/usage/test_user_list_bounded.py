@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage import user_jobs
+from clusterwatch.monitor.usage.web import user_jobs
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.sacct_support import history_sacct
 from tests.monitor.usage.site import UsageSite
@@ -24,7 +24,7 @@ JOBS = 100_000  # 200,000 lines of sacct output: the unbounded reading held 340 
 MEASURE = """\
 import json, sys
 from datetime import datetime, timezone
-from clusterwatch.monitor.usage.sacct import SacctAccounting
+from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 since = datetime(2023, 1, 1, tzinfo=timezone.utc)
 listing = SacctAccounting(sys.argv[1], timeout_s=120).jobs_of_user("alice", since, limit=2000)
 print(json.dumps({"jobs": [job.jobid for job in listing], "cut": listing.cut,

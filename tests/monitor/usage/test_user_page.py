@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.test import Client
 
-from clusterwatch.monitor.usage.job_rows import PAGE_SIZE
+from clusterwatch.monitor.usage.web.job_rows import PAGE_SIZE
 from tests.monitor.usage.page_support import client_of, job_ids, text_of, without_csrf
 from tests.monitor.usage.site import GiB, UsageSite
 

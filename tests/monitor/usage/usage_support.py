@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-from clusterwatch.monitor.usage.accounting import JobRecord
-from clusterwatch.monitor.usage.prometheus_api import Series
-from clusterwatch.monitor.usage.series import JobSeries
+from clusterwatch.monitor.usage.accounting.interface import JobRecord
+from clusterwatch.monitor.usage.metrics.prometheus_api import Series
+from clusterwatch.monitor.usage.metrics.series import JobSeries
 
 GiB = 1024**3
 MiB = 1024**2

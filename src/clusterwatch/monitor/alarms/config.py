@@ -27,7 +27,7 @@ from clusterwatch.notify.channel_config import (
     positive,
     reject_unknown,
 )
-from clusterwatch.notify.config_file import read_toml
+from clusterwatch.toml_file import read_toml
 
 KNOWN_KEYS = {"disk_used_percent", "report_interval_s", "stale_after_intervals",
               "never_reported_grace_s", "channels"}

@@ -25,7 +25,7 @@ from clusterwatch.monitor.alarms.observation import (
     split_target,
     target,
 )
-from clusterwatch.monitor.humanize import size_text
+from clusterwatch.monitor.core.humanize import size_text
 from clusterwatch.monitor.record.host_record import HostRecord
 from clusterwatch.monitor.record.host_state import VolumeReading
 

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 from django.db.models import Q
 
-from clusterwatch.monitor.models import AlarmRunLease
+from clusterwatch.monitor.core.models import AlarmRunLease
 
 log = logging.getLogger(__name__)
 

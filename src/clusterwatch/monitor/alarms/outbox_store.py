@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from django.utils import timezone
 
-from clusterwatch.monitor.models import AlarmOutbox
+from clusterwatch.monitor.core.models import AlarmOutbox
 from clusterwatch.notify.outbox import Outbox
 
 ROW_ID = 1

@@ -6,7 +6,7 @@ from typing import IO, Any
 
 from clusterwatch.monitor.alarms import lease as run_lease
 from clusterwatch.monitor.alarms import outbox_store, wording
-from clusterwatch.monitor.models import Alarm
+from clusterwatch.monitor.core.models import Alarm
 from clusterwatch.notify.outbox_status import (
     RECENT_ATTEMPTS,
     ChannelWording,

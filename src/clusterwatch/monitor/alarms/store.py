@@ -9,7 +9,7 @@ from typing import Optional
 from clusterwatch.monitor.alarms.observation import split_target
 from clusterwatch.monitor.alarms.rules import KeyFacts
 from clusterwatch.monitor.alarms.transitions import OpenAlarm, Transition
-from clusterwatch.monitor.models import Alarm, HostTokenKey, LatestReport, RegisteredHarvester
+from clusterwatch.monitor.core.models import Alarm, HostTokenKey, LatestReport, RegisteredHarvester
 from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import ALERT, RECOVER

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from clusterwatch.monitor.humanize import age_text, duration_text
+from clusterwatch.monitor.core.humanize import age_text, duration_text
 
 ELLIPSIS = "…"
 

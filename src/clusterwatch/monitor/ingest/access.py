@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from clusterwatch.monitor.core.models import HostToken, HostTokenKey
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.ingest.errors import Rejection
-from clusterwatch.monitor.models import HostToken, HostTokenKey
 
 CHALLENGE = {"WWW-Authenticate": "Token"}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from clusterwatch.monitor.models import HostReport, LatestReport
+from clusterwatch.monitor.core.models import HostReport, LatestReport
 
 BATCH = 500
 

@@ -28,9 +28,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from clusterwatch.monitor.core.models import (
+    HostReport,
+    HostToken,
+    JobPush,
+    LatestQueue,
+    LatestReport,
+)
 from clusterwatch.monitor.ingest.horizon import horizon
 from clusterwatch.monitor.ingest.tokens import valid_key
-from clusterwatch.monitor.models import HostReport, HostToken, JobPush, LatestQueue, LatestReport
 from clusterwatch.monitor.record.index import pushes_in, queues_in
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
 from clusterwatch.monitor.record.times import parse_utc

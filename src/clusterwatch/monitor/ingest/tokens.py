@@ -20,7 +20,7 @@ from typing import Optional
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from clusterwatch.monitor.models import HostToken, HostTokenKey
+from clusterwatch.monitor.core.models import HostToken, HostTokenKey
 
 SCHEME = "cwh_"
 PREFIX_CHARS = 8

@@ -24,11 +24,10 @@ from jsonschema.exceptions import ValidationError, best_match
 from clusterwatch.monitor.ingest import fastschema
 from clusterwatch.monitor.ingest.errors import Rejection
 from clusterwatch.monitor.record.times import parse_utc
+from clusterwatch.reporter.monitor_surface import SCHEMA_FILE, SCHEMA_PACKAGE
 
 log = logging.getLogger(__name__)
 
-SCHEMA_PACKAGE = "clusterwatch.reporter"
-SCHEMA_FILE = "record-v1.schema.json"
 
 
 def schema_document() -> dict[str, Any]:

@@ -35,10 +35,10 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from clusterwatch.monitor import sqlite_tuning
+from clusterwatch.monitor.core import sqlite_tuning
+from clusterwatch.monitor.core.models import HostReport, LatestReport
 from clusterwatch.monitor.ingest import access, body, horizon, store, validation
 from clusterwatch.monitor.ingest.errors import Rejection
-from clusterwatch.monitor.models import HostReport, LatestReport
 from clusterwatch.monitor.record.times import utc_text
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.alarms import lease as run_lease
 from clusterwatch.monitor.alarms.status import summary
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.notify.event import Event
 
 

@@ -16,7 +16,7 @@ from django.urls import URLResolver, get_resolver, get_script_prefix, get_urlcon
 from django.utils.functional import Promise
 from django.utils.safestring import SafeString
 
-from clusterwatch.monitor.pages.age import Stamp
+from clusterwatch.monitor.core.stamps import Stamp
 
 DASH = "—"  # what a cell shows for a value the record does not have
 _SAMPLE_ID = 918273645  # a PandaID that stands for any other in a reversed job URL

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.record.host_record import HostRecord
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from clusterwatch.monitor.humanize import duration_text, size_text
-from clusterwatch.monitor.pages.age import Stamp, is_stale, stale_after_s, stamp
+from clusterwatch.monitor.core.humanize import duration_text, size_text
+from clusterwatch.monitor.core.stamps import Stamp, is_stale, stale_after_s, stamp
 from clusterwatch.monitor.pages.failed_calls import FailedCalls, failed_calls
 from clusterwatch.monitor.pages.source_problems import SourceProblem, failed_sources
 from clusterwatch.monitor.pages.stored import StoredRecord

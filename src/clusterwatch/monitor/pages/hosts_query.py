@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clusterwatch.monitor.models import HostReport, LatestReport
+from clusterwatch.monitor.core.models import HostReport, LatestReport
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.record.slices import sliced
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.pages.queue_page import QueuePage, queue_page
 from clusterwatch.monitor.pages.stored import StoredRecord
 

@@ -1,7 +1,7 @@
 """The guard of every operator page (applied in pages/urls.py, where the paths are defined).
 
 Anonymous visitors go to the login page, as before. A logged-in user who is not an operator
-(clusterwatch.monitor.operators) gets what the usage pages answer about someone else's job:
+(clusterwatch.monitor.core.operators) gets what the usage pages answer about someone else's job:
 404 and the same problem page, which says nothing of what the page would have shown, kept
 by no cache. Operators get the page.
 """
@@ -14,10 +14,10 @@ from typing import Any, Callable
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 
-from clusterwatch.monitor.operators import is_operator
-from clusterwatch.monitor.usage.answers import Refusal, kept_private
+from clusterwatch.monitor.core.operators import is_operator
 from clusterwatch.monitor.usage.config import usage_enabled
-from clusterwatch.monitor.usage.page_views import NO_SUCH_PAGE, problem
+from clusterwatch.monitor.usage.web.answers import Refusal, kept_private
+from clusterwatch.monitor.usage.web.page_views import NO_SUCH_PAGE, problem
 
 View = Callable[..., HttpResponse]
 NEXT_STEP = (

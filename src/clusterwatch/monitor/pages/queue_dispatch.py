@@ -14,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.record.host_record import HostRecord
 from clusterwatch.monitor.record.pilot_dispatch import PilotDispatch
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.record.host_record import HostRecord
 from clusterwatch.monitor.record.logs import AdjusterLimit, FetchQueue, SubmitQueue, WorkerPush
 

@@ -8,7 +8,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.pages.age import Stamp, is_stale, stamp
+from clusterwatch.monitor.core.stamps import Stamp, is_stale, stamp
 from clusterwatch.monitor.pages.failed_calls import FailedCalls, failed_calls, last_failed_call
 from clusterwatch.monitor.pages.queue_dispatch import QueueDispatch, queue_dispatch
 from clusterwatch.monitor.pages.queue_logs import (

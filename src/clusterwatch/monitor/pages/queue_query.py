@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef
 
-from clusterwatch.monitor.models import HostReport, LatestQueue, RegisteredHarvester
+from clusterwatch.monitor.core.models import HostReport, LatestQueue, RegisteredHarvester
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.record.slices import sliced
 

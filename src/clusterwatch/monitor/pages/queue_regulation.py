@@ -16,8 +16,8 @@ from typing import Optional
 
 from django.utils.safestring import SafeString
 
-from clusterwatch.monitor.humanize import duration_text
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.humanize import duration_text
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.pages.cells import DASH, count_rows, esc, or_dash, safe, th_row, when
 from clusterwatch.monitor.record.harvester_db import HarvesterDb
 from clusterwatch.monitor.record.regulation import LimitInForce, WorkerStarts

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, TypeVar
 
-from clusterwatch.monitor.humanize import duration_text
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.humanize import duration_text
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.pages.queue_regulation import Regulation, regulation
 from clusterwatch.monitor.record.harvester_db import (
     CandidateRow,

@@ -1,5 +1,5 @@
 """What the queue page shows of a remote harvester's record (one built from the PanDA server,
-`clusterwatch.monitor.panda.remote_record`): the heartbeat, the queue's effective status, the
+`clusterwatch.monitor.panda.remote.builder`): the heartbeat, the queue's effective status, the
 limit in force with its derivation, `to_submit` with what it means, the service metrics of
 each login node, the messages the harvester sent about this queue, and the parts only its logs
 could say, each with the record's reason.
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from clusterwatch.monitor.humanize import duration_text
-from clusterwatch.monitor.pages.age import Stamp, stamp
+from clusterwatch.monitor.core.humanize import duration_text
+from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.pages.queue_logs import Submission
 from clusterwatch.monitor.pages.why import Why
 from clusterwatch.monitor.record.host_record import HostRecord

@@ -1,4 +1,4 @@
-"""The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.urls`;
+"""The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.site.urls`;
 `/` is the usage reports' index, or a redirect to the hosts page when they are off).
 
 Every page here is wrapped in `operators_only` (staff, superusers, the operators group);
@@ -10,7 +10,7 @@ from django.urls import path
 
 from clusterwatch.monitor.pages import alarms, views, worker_starts_view
 from clusterwatch.monitor.pages.operator_guard import operators_only
-from clusterwatch.monitor.panda import image_demand_view
+from clusterwatch.monitor.panda import image_demand_views as image_demand_view
 
 urlpatterns = [
     path("hosts/", operators_only(views.host_list), name="monitor-hosts"),

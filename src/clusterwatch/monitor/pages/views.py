@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.models import (
+from clusterwatch.monitor.core.models import (
     HostReport,
     HostTokenKey,
     JobPush,
@@ -32,7 +32,7 @@ from clusterwatch.monitor.pages.job_page import PushSeen, clean_queue_name, job_
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving, serving_and_registered
 from clusterwatch.monitor.pages.stored import StoredRecord
-from clusterwatch.monitor.panda.job_rows import server_truth
+from clusterwatch.monitor.panda.panda_job_rows import server_truth
 
 BIGINT_MAX = 2**63 - 1  # JobPush.pandaid's range; a larger id cannot be stored, so is unknown
 PUSHES_READ = 50

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.humanize import duration_text
-from clusterwatch.monitor.pages.age import Stamp, stale_after_s
+from clusterwatch.monitor.core.humanize import duration_text
+from clusterwatch.monitor.core.stamps import Stamp, stale_after_s
 from clusterwatch.monitor.pages.failed_calls import FailedCalls
 from clusterwatch.monitor.pages.queue_logs import Adjustment, Fetching, Submission
 

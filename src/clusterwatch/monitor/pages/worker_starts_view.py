@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.models import LatestReport, RegisteredHarvester
+from clusterwatch.monitor.core.models import LatestReport, RegisteredHarvester
 from clusterwatch.monitor.pages.job_page import clean_queue_name
 from clusterwatch.monitor.pages.worker_starts_page import worker_starts_page
 

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import psycopg
 from psycopg import sql
 
-from clusterwatch.monitor.panda.job_rows import page_connection
+from clusterwatch.monitor.panda.panda_job_rows import page_connection
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 
 MAX_MEMORY_MB = 16 * 1024 * 1024  # 16 TiB: no slot is larger; a larger value is a mistake

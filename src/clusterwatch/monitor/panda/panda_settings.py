@@ -22,7 +22,7 @@ from typing import Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.database_url import DatabaseUrlError, read_password_file
+from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
 
 URL_SETTING = "CLUSTERWATCH_PANDA_DATABASE_URL"
 PASSWORD_SETTING = "CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE"  # noqa: S105 (a name)

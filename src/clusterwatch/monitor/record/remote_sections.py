@@ -3,7 +3,7 @@ has), `queue_status` (each queue's effective queueStatus) and `dialogs` (the har
 messages to the server over 24 hours).
 
 Records built on the monitor's side for a harvester no reporter can run beside
-(`clusterwatch.monitor.panda.remote_record`) carry them; a reporter's record carries
+(`clusterwatch.monitor.panda.remote.builder`) carry them; a reporter's record carries
 `queue_status` from telemetry 1.5 on, with each queue's `pilot_dispatch` from 1.6 on
 (`record.pilot_dispatch`), and reads None for what it lacks. Field names are the schema's (a
 test holds the two together).

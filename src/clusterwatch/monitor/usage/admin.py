@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from clusterwatch.monitor.admin import ReadOnlyAdmin, revoke
+from clusterwatch.monitor.core.admin import ReadOnlyAdmin, revoke
 from clusterwatch.monitor.usage.models import KeptSummary, UsageApiToken
 
 

@@ -17,7 +17,7 @@ class UsageConfig(AppConfig):
 
         from django.conf import settings
 
-        from clusterwatch.monitor.usage.matplotlib_dir import use_matplotlib_dir
+        from clusterwatch.monitor.usage.rendering.matplotlib_dir import use_matplotlib_dir
 
         # Before the views import matplotlib: its font list in the monitor's own directory.
         use_matplotlib_dir(Path(settings.DATA_DIR) / "matplotlib")

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Optional
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor import prefixed_settings
-from clusterwatch.monitor.usage.thresholds import Thresholds, load_thresholds
+from clusterwatch.monitor.core import prefixed_settings
+from clusterwatch.monitor.usage.analysis.thresholds import Thresholds, load_thresholds
 
 ACCOUNTING_KINDS = ("sacct", "slurmdb")
 

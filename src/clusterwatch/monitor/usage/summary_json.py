@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Optional, TypedDict
 
-from clusterwatch.monitor.usage.accounting import JobRecord
-from clusterwatch.monitor.usage.analysis import EXPORTER, UsageSummary
-from clusterwatch.monitor.usage.rules import UsageWarning
+from clusterwatch.monitor.usage.accounting.interface import JobRecord
+from clusterwatch.monitor.usage.analysis.figures import EXPORTER, UsageSummary
+from clusterwatch.monitor.usage.analysis.rules import UsageWarning
 
 
 class WarningDocument(TypedDict):

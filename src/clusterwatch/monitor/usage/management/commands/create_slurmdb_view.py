@@ -23,15 +23,15 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from clusterwatch.atomic_write import write_atomically
 from clusterwatch.errors import ConfigError, RunError
-from clusterwatch.monitor.database_url import DatabaseUrlError, read_password_file
-from clusterwatch.monitor.usage.slurmdb_admin import (
+from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
+from clusterwatch.monitor.usage.accounting.slurmdb_admin import (
     MissingTables,
     ViewRequest,
     ViewResult,
     create_view,
 )
-from clusterwatch.monitor.usage.slurmdb_connect import connect, server_message
-from clusterwatch.monitor.usage.slurmdb_view import DEFAULT_DATABASE, DEFAULT_SCHEMA
+from clusterwatch.monitor.usage.accounting.slurmdb_connect import connect, server_message
+from clusterwatch.monitor.usage.accounting.slurmdb_sql_view import DEFAULT_DATABASE, DEFAULT_SCHEMA
 
 PASSWORD_BYTES = 32  # secrets.token_urlsafe: 43 characters, no quoting needed anywhere
 

@@ -12,9 +12,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from clusterwatch.errors import ConfigError, RunError
-from clusterwatch.monitor.usage.accounting import AccountingConfigError, AccountingError
+from clusterwatch.monitor.usage.accounting.interface import AccountingConfigError, AccountingError
 from clusterwatch.monitor.usage.config import get_config
-from clusterwatch.monitor.usage.report import MetricsUnavailable, load_report
+from clusterwatch.monitor.usage.usage_report import MetricsUnavailable, load_report
 
 
 class Command(BaseCommand):

@@ -23,14 +23,15 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from clusterwatch.errors import ConfigError, RunError, UsageError
-from clusterwatch.monitor.usage import mail_outbox
-from clusterwatch.monitor.usage.accounting import (
+from clusterwatch.monitor.usage.accounting.interface import (
     AccountingConfigError,
     AccountingError,
     InvalidJobId,
     check_jobid,
 )
-from clusterwatch.monitor.usage.mail_delivery import (
+from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.mail import outbox as mail_outbox
+from clusterwatch.monitor.usage.mail.delivery import (
     Delivery,
     Sender,
     deliver,
@@ -38,10 +39,9 @@ from clusterwatch.monitor.usage.mail_delivery import (
     outcome_line,
     run_sender,
 )
-from clusterwatch.monitor.usage.mail_poll import LIMIT, poll
-from clusterwatch.monitor.usage.mail_recipient import recipient_for
+from clusterwatch.monitor.usage.mail.poll import LIMIT, poll
+from clusterwatch.monitor.usage.mail.recipient import recipient_for
 from clusterwatch.monitor.usage.models import UsageMail
-from clusterwatch.monitor.usage.sources import accounting
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """`clusterwatch monitor usage_mailprog -s SUBJECT ADDRESS`: Slurm's MailProg.
 
 slurmctld runs it (through deploy/slurm/clusterwatch-mailprog) for every mail a job asked
-for, with the job in SLURM_* variables (usage/mail_slurm.py). For the end of a job (Ended,
+for, with the job in SLURM_* variables (usage/mail/slurm_mailprog.py). For the end of a job (Ended,
 Failed, Reached time limit) it queues the job's usage email and tries it once; every other
 mail is not ours (the wrapper hands it to the site's mail program). It never holds
 slurmctld long: one accounting query, at most one SMTP exchange; the email of a job whose
@@ -21,11 +21,11 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from clusterwatch.errors import RunError
-from clusterwatch.monitor.usage import mail_outbox
-from clusterwatch.monitor.usage.accounting import InvalidJobId, check_jobid
-from clusterwatch.monitor.usage.mail_delivery import deliver, outcome_line, run_sender
-from clusterwatch.monitor.usage.mail_recipient import recipient_for
-from clusterwatch.monitor.usage.mail_slurm import is_end_of_job, read_call
+from clusterwatch.monitor.usage.accounting.interface import InvalidJobId, check_jobid
+from clusterwatch.monitor.usage.mail import outbox as mail_outbox
+from clusterwatch.monitor.usage.mail.delivery import deliver, outcome_line, run_sender
+from clusterwatch.monitor.usage.mail.recipient import recipient_for
+from clusterwatch.monitor.usage.mail.slurm_mailprog import is_end_of_job, read_call
 
 TRIGGER = "mailprog"
 

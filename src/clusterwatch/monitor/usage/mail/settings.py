@@ -1,0 +1,185 @@
+"""The end-of-job email's settings (CLUSTERWATCH_EMAIL_*), read with the monitor's settings.
+
+`from_environ(os.environ)` gives Django's SMTP settings (EMAIL_HOST, EMAIL_PORT,
+EMAIL_USE_TLS, EMAIL_USE_SSL, EMAIL_HOST_USER, EMAIL_TIMEOUT, DEFAULT_FROM_EMAIL) and
+USAGE_MAIL, a MailSettings with what Django has no name for; settings.py merges them in.
+
+CLUSTERWATCH_EMAIL_HOST           SMTP server (default localhost)
+CLUSTERWATCH_EMAIL_PORT           its port (default 25; 465 with USE_SSL, 587 with USE_TLS)
+CLUSTERWATCH_EMAIL_USE_TLS        1/true: STARTTLS on a plain connection
+CLUSTERWATCH_EMAIL_USE_SSL        1/true: TLS from the first byte (not with USE_TLS)
+CLUSTERWATCH_EMAIL_USER           SMTP login; its password from a file, never the environment:
+CLUSTERWATCH_EMAIL_PASSWORD_FILE  mode 600 (default: the systemd credential email-password)
+CLUSTERWATCH_EMAIL_FROM           the sender address (needed to send)
+CLUSTERWATCH_EMAIL_TIMEOUT        seconds for one SMTP exchange step (default 10)
+CLUSTERWATCH_EMAIL_BASE_URL       the monitor's public URL, for the email's links (needed)
+CLUSTERWATCH_EMAIL_DOMAIN         a user without an email address gets user@DOMAIN
+CLUSTERWATCH_EMAIL_JOBS           which ended jobs the poller mails: all, warnings (default:
+                                  only jobs with a warning) or none (only MailProg's)
+
+Every malformed value raises a one-line ValueError that starts with the variable's name and
+holds no secret (exit 78). The password is read when a command is about to send, so the web
+app, which never sends, needs no access to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.core import prefixed_settings
+from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
+
+PREFIX = "CLUSTERWATCH_EMAIL_"
+CREDENTIAL = "email-password"  # the systemd credential read when no file is named
+JOB_CHOICES = ("all", "warnings", "none")
+DEFAULT_TIMEOUT_S = 10.0
+MAX_TIMEOUT_S = 120.0  # slurmctld gives MailProg 120 s in all
+KNOWN = frozenset(PREFIX + name for name in (
+    "HOST", "PORT", "USE_TLS", "USE_SSL", "USER", "PASSWORD_FILE", "FROM", "TIMEOUT",
+    "BASE_URL", "DOMAIN", "JOBS"))
+_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]")
+_DOMAIN = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+                     r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_ADDRESS = re.compile(r"[^@\s<>\"',;]{1,64}@" + _DOMAIN.pattern)
+
+
+@dataclass(frozen=True)
+class MailSettings:
+    sender: str  # "" when CLUSTERWATCH_EMAIL_FROM is not set
+    base_url: str  # "" when not set; no trailing slash
+    domain: str
+    jobs: str  # one of JOB_CHOICES
+    user: str
+    password_file: str  # "" when not set
+    credentials_dir: str  # $CREDENTIALS_DIRECTORY, where the credential may be
+
+
+def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+    # A typo must not silently send in clear or to nobody; a password variable is refused.
+    values = prefixed_settings.family(environ, PREFIX, KNOWN, password=PREFIX + "PASSWORD",
+                                      credential=CREDENTIAL, topic="email")
+    use_tls = prefixed_settings.flag(values, PREFIX + "USE_TLS")
+    use_ssl = prefixed_settings.flag(values, PREFIX + "USE_SSL")
+    if use_tls and use_ssl:
+        raise ValueError(f"{PREFIX}USE_TLS and {PREFIX}USE_SSL exclude each other: USE_SSL for "
+                         "TLS from the start (port 465), USE_TLS for STARTTLS (port 587)")
+    sender = values.get(PREFIX + "FROM", "")
+    if sender and not _ADDRESS.fullmatch(sender):
+        raise ValueError(f"{PREFIX}FROM must be an address like clusterwatch@example.org, "
+                         f"not {sender[:60]!r}")
+    domain = values.get(PREFIX + "DOMAIN", "").lstrip("@")
+    if domain and not _DOMAIN.fullmatch(domain):
+        raise ValueError(f"{PREFIX}DOMAIN must be a domain like example.org, not {domain[:60]!r}")
+    jobs = values.get(PREFIX + "JOBS", "warnings").lower()
+    if jobs not in JOB_CHOICES:
+        raise ValueError(f"{PREFIX}JOBS must be one of {', '.join(JOB_CHOICES)}, "
+                         f"not {jobs[:40]!r}")
+    settings: dict[str, Any] = {
+        "EMAIL_HOST": _host(values.get(PREFIX + "HOST", "localhost")),
+        "EMAIL_PORT": _port(values, 465 if use_ssl else 587 if use_tls else 25),
+        "EMAIL_USE_TLS": use_tls,
+        "EMAIL_USE_SSL": use_ssl,
+        "EMAIL_HOST_USER": values.get(PREFIX + "USER", ""),
+        "EMAIL_HOST_PASSWORD": "",  # read from its file only when a command sends
+        "EMAIL_TIMEOUT": _timeout(values),
+        "USAGE_MAIL": MailSettings(
+            sender=sender, base_url=_base_url(values.get(PREFIX + "BASE_URL", "")),
+            domain=domain, jobs=jobs, user=values.get(PREFIX + "USER", ""),
+            password_file=values.get(PREFIX + "PASSWORD_FILE", ""),
+            credentials_dir=environ.get("CREDENTIALS_DIRECTORY", "").strip()),
+    }
+    if sender:
+        settings["DEFAULT_FROM_EMAIL"] = settings["SERVER_EMAIL"] = sender
+    return settings
+
+
+def _host(text: str) -> str:
+    if not _HOST.fullmatch(text):
+        raise ValueError(f"{PREFIX}HOST must be a host name or address, not {text[:60]!r}")
+    return text.strip("[]")
+
+
+def _port(values: Mapping[str, str], default: int) -> int:
+    text = values.get(PREFIX + "PORT", "")
+    if not text:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"{PREFIX}PORT must be a port number (1-65535), not {text[:40]!r}")
+    return int(text)
+
+
+def _timeout(values: Mapping[str, str]) -> float:
+    text = values.get(PREFIX + "TIMEOUT", "")
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_S:
+        raise ValueError(f"{PREFIX}TIMEOUT must be a number of seconds above 0 and at most "
+                         f"{MAX_TIMEOUT_S:g}, not {text[:40]!r}")
+    return seconds
+
+
+def _base_url(text: str) -> str:
+    if not text:
+        return ""
+    message = (f"{PREFIX}BASE_URL must be the monitor's public http(s) URL, like "
+               "https://monitor.example.org, without a query")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        host = parts.hostname
+    except ValueError:  # e.g. an unclosed [ or a bad port
+        raise ValueError(message) from None
+    if parts.scheme not in ("http", "https") or not host or parts.query or parts.fragment:
+        raise ValueError(message)
+    if parts.username or parts.password:
+        # The links land in people's inboxes: never with credentials in them.
+        raise ValueError(f"{PREFIX}BASE_URL must not hold a user name or password")
+    return text.rstrip("/")
+
+
+def settings_of(django_settings: Any) -> MailSettings:
+    """The USAGE_MAIL of the running settings (defaults when settings.py did not merge them,
+    e.g. a test settings module of its own)."""
+    found: Optional[MailSettings] = getattr(django_settings, "USAGE_MAIL", None)
+    return found if found is not None else from_environ({})["USAGE_MAIL"]
+
+
+def require_sending(mail: MailSettings) -> None:
+    """ConfigError unless what every email needs is set: the sender and the links' base."""
+    if not mail.sender:
+        raise ConfigError(f"{PREFIX}FROM is not set: the end-of-job email needs a sender "
+                          "address")
+    if not mail.base_url:
+        raise ConfigError(f"{PREFIX}BASE_URL is not set: the end-of-job email's links need "
+                          "the monitor's public URL")
+
+
+def smtp_password(mail: MailSettings) -> str:
+    """The SMTP password ("" without a login): the file, else the systemd credential.
+    ConfigError (one line, never the password) when it cannot be read or is not private."""
+    credential = Path(mail.credentials_dir) / CREDENTIAL if mail.credentials_dir else None
+    path = mail.password_file or (str(credential) if credential and credential.is_file()
+                                  else "")
+    if not mail.user:
+        if mail.password_file:
+            raise ConfigError(f"{PREFIX}PASSWORD_FILE is set but {PREFIX}USER is not: the "
+                              "password is sent only with a login")
+        return ""
+    if not path:
+        raise ConfigError(f"{PREFIX}USER is set but there is no password: name a mode-600 "
+                          f"file in {PREFIX}PASSWORD_FILE or give the unit the systemd "
+                          f"credential {CREDENTIAL}")
+    try:
+        return read_password_file(path, PREFIX + "PASSWORD_FILE")
+    except DatabaseUrlError as exc:
+        raise ConfigError(str(exc)) from None

@@ -1,0 +1,142 @@
+"""Range and instant queries against a Prometheus-compatible HTTP API (Prometheus, Thanos,
+VictoriaMetrics), over the project's one outbound HTTP seam.
+
+Each request has one deadline for the whole exchange (clusterwatch.http_client uses
+notify.deadline): a server that trickles its answer cannot hold a page longer than the
+timeout. Every way it can fail is a PrometheusError with a short `kind`; no message quotes
+the base URL, which may carry credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from clusterwatch.http_client import HttpResponse, TransportError, request
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a 16-core job's per-core counters at 1,000 points fit
+_DROPPED_LABELS = frozenset({"__name__", "jobid", "user", "job"})
+
+# (method, url, body, headers, timeout, max_body) -> answer; tests pass their own.
+HttpRequest = Callable[[str, str, Optional[bytes], Optional[Mapping[str, str]], float, int],
+                       HttpResponse]
+Point = tuple[float, float]
+
+
+class PrometheusError(Exception):
+    """No usable answer. `kind`: down, timeout, unavailable (no answer, or a gateway's 5xx);
+    refused, garbage, too_large (Prometheus answered, but not with data we can use)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def headline(self) -> str:
+        """What happened in a few words, for a page or a log: whether Prometheus answered."""
+        if self.kind in _ANSWERED:
+            return f"Prometheus answered, but not usably ({self.kind})"
+        return f"Prometheus is unavailable ({self.kind})"
+
+
+_ANSWERED = frozenset({"refused", "garbage", "too_large"})
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a query's answer: its distinguishing labels (instance, core, gpu_uuid;
+    the job's own labels dropped) and its finite points (time, value), oldest first.
+    `non_finite`: how many NaN or infinite samples the answer held besides them."""
+
+    labels: Mapping[str, str]
+    points: tuple[Point, ...]
+    non_finite: int = 0
+
+
+def query_range(base_url: str, promql: str, start: float, end: float, step: float,
+                timeout_s: float, http: HttpRequest = request) -> list[Series]:
+    params = {"query": promql, "start": _num(start), "end": _num(end), "step": _num(step)}
+    data = _ask(base_url, "/api/v1/query_range", params, timeout_s, http)
+    return _series(data, "matrix")
+
+
+def query_instant(base_url: str, promql: str, at: float, timeout_s: float,
+                  http: HttpRequest = request) -> list[Series]:
+    data = _ask(base_url, "/api/v1/query", {"query": promql, "time": _num(at)}, timeout_s, http)
+    return _series(data, "vector")
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def _ask(base_url: str, path: str, params: Mapping[str, str], timeout_s: float,
+         http: HttpRequest) -> Any:
+    body = urllib.parse.urlencode(params).encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    try:
+        answer = http("POST", base_url.rstrip("/") + path, body, headers, timeout_s,
+                      MAX_ANSWER_BYTES)
+    except TransportError as exc:
+        if exc.kind == "timeout":
+            raise PrometheusError("timeout", f"Prometheus gave no answer within {timeout_s:g} s"
+                                  ) from None
+        if exc.kind == "too_large":  # it answered: the answer was what could not be kept
+            raise PrometheusError("too_large", f"Prometheus' answer is over "
+                                  f"{_size(MAX_ANSWER_BYTES)}, more than one query may bring: "
+                                  "too many series to read") from None
+        raise PrometheusError("down", f"Prometheus cannot be reached ({exc.kind})") from None
+    document = _json(answer.body)
+    if answer.status != 200 or document.get("status") != "success":
+        error = document.get("error")
+        detail = f": {str(error)[:200]}" if isinstance(error, str) else ""
+        kind = "unavailable" if answer.status in (502, 503, 504) else "refused"
+        raise PrometheusError(kind, f"Prometheus answered HTTP {answer.status}{detail}")
+    return document.get("data")
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count:,} bytes"
+
+
+def _json(body: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    return document if isinstance(document, dict) else {}
+
+
+def _series(data: Any, result_type: str) -> list[Series]:
+    if not isinstance(data, dict) or data.get("resultType") != result_type:
+        raise PrometheusError("garbage", f"Prometheus' answer is not a {result_type}")
+    rows = data.get("result")
+    if not isinstance(rows, list):
+        raise PrometheusError("garbage", "Prometheus' answer has no result list")
+    return [_one(row, result_type) for row in rows]
+
+
+def _one(row: Any, result_type: str) -> Series:
+    if not isinstance(row, dict) or not isinstance(row.get("metric"), dict):
+        raise PrometheusError("garbage", "a result of Prometheus' answer has no labels")
+    pairs = row.get("values") if result_type == "matrix" else [row.get("value")]
+    if not isinstance(pairs, list):
+        raise PrometheusError("garbage", "a result of Prometheus' answer has no values")
+    labels = {str(k): str(v) for k, v in row["metric"].items() if k not in _DROPPED_LABELS}
+    points = [_point(pair) for pair in pairs]
+    # NaN and infinities are no measurements: left out of the points, and counted, since a
+    # job's readings that hold them cannot be trusted (usage/analysis/readings.py).
+    finite = tuple(p for p in points if math.isfinite(p[1]))
+    return Series(labels, finite, len(points) - len(finite))
+
+
+def _point(pair: Any) -> Point:
+    try:
+        at, value = pair
+        return float(at), float(value)
+    except (TypeError, ValueError):
+        raise PrometheusError("garbage", "a sample of Prometheus' answer is unreadable") from None

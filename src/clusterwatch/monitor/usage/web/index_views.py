@@ -1,0 +1,62 @@
+"""`/` when the usage reports are on: every path, its purpose, and a working link to each."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_safe
+
+from clusterwatch.monitor.core.models import LatestReport
+from clusterwatch.monitor.core.operators import is_operator
+from clusterwatch.monitor.usage.config import usage_enabled
+from clusterwatch.monitor.usage.models import KeptSummary
+from clusterwatch.monitor.usage.web.answers import kept_private
+from clusterwatch.monitor.usage.web.list_params import reads_dates
+
+
+@reads_dates()
+@require_safe
+def index(request: HttpRequest) -> HttpResponse:
+    """The usage reports' index; the hosts page when they are off. Kept by no cache, as
+    every usage answer: it links the asker's latest job, and the login redirect (to a
+    personal `next`) is no one else's either."""
+    if not usage_enabled():
+        return kept_private(redirect("monitor-hosts"))
+    return kept_private(_index(request))
+
+
+@login_required
+def _index(request: HttpRequest) -> HttpResponse:
+    name = request.user.get_username()
+    mine = KeptSummary.objects.filter(user=name) if not request.user.is_staff \
+        else KeptSummary.objects.all()
+    latest: Optional[KeptSummary] = mine.order_by("-end").only("jobid").first()
+    jobid = latest.jobid if latest is not None else None
+    job = (lambda path: path.format(jobid=jobid)) if jobid else (lambda _path: None)
+    paths = [
+        ("/usage/users/<username>/", f"/usage/users/{name}/",
+         "Your jobs: allocated and used side by side, sortable, filtered by state and time."),
+        ("/usage/jobs/<jobid>/", job("/usage/jobs/{jobid}/"),
+         "One job's report: what it asked for, what it used, the plots and the advice."),
+        ("/api/v1/users/<username>", f"/api/v1/users/{name}",
+         "JSON: your jobs with their summaries (?days=N, default 30)."),
+        ("/api/v1/jobs/<jobid>/usage", job("/api/v1/jobs/{jobid}/usage"),
+         "JSON: one job's figures and warnings (the same as `clusterwatch monitor job_usage`)."),
+        ("/pdf/<jobid>", job("/pdf/{jobid}"),
+         "The job's report as a PDF: the summary table, the warnings and every plot."),
+        ("/pie/<jobid>/", job("/pie/{jobid}/"), "Pie chart: user vs system CPU time (PNG)."),
+        ("/plot/<jobid>/<metric>", job("/plot/{jobid}/cpu"),
+         "One metric over the job's life (PNG): cpu, memory, threads, open_files, read, "
+         "write, gpu_utilization, gpu_memory."),
+        ("/mail/<jobid>", job("/mail/{jobid}"), "The email sent to you when the job ended."),
+    ]
+    if request.user.is_staff:
+        paths.append(("/usage/staff/", "/usage/staff/",
+                      "Staff: the least efficient recent jobs of every user."))
+    return render(request, "usage/index.html", {
+        "paths": paths, "example_jobid": jobid,
+        "harvester": is_operator(request.user) and LatestReport.objects.exists(),
+    })

@@ -1,0 +1,36 @@
+"""The usage reports' paths, at the site root when CLUSTERWATCH_PROMETHEUS_URL is set.
+
+The original's endpoints are kept as they were (`api/v1/...`, `pdf/`, `pie/`, `plot/`,
+`mail/`, `/`); the pages a researcher reads live under `usage/`. Job ids and metric names
+are matched loosely here and checked by the views, so a malformed one gets a plain 400
+rather than Django's 404 page.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from clusterwatch.monitor.usage.web import (
+    api_views,
+    page_views,
+    render_views,
+)
+from clusterwatch.monitor.usage.web import (
+    index_views as index_view,
+)
+from clusterwatch.monitor.usage.web import (
+    mail_views as mail_view,
+)
+
+urlpatterns = [
+    path("", index_view.index, name="usage-index"),
+    path("api/v1/users/<str:username>", api_views.user_usage, name="usage-api-user"),
+    path("api/v1/jobs/<str:jobid>/usage", api_views.job_usage, name="usage-api-job"),
+    path("usage/jobs/<str:jobid>/", page_views.job_page, name="usage-job"),
+    path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
+    path("usage/staff/", page_views.staff_page, name="usage-staff"),
+    path("mail/<str:jobid>", mail_view.mail_page, name="usage-mail"),
+    path("pdf/<str:jobid>", render_views.pdf, name="usage-pdf"),
+    path("pie/<str:jobid>/", render_views.pie, name="usage-pie"),
+    path("plot/<str:jobid>/<str:metric>", render_views.plot, name="usage-plot"),
+]
