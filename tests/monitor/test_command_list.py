@@ -15,7 +15,7 @@ from clusterwatch.monitor.site.command_list import DJANGO_COMMANDS, LINE_WIDTH, 
 
 CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))
 PACKAGE = Path(clusterwatch.monitor.__file__).parent
-COMMAND_DIRS = (PACKAGE / "management" / "commands",
+COMMAND_DIRS = (PACKAGE / "site" / "management" / "commands",
                 PACKAGE / "usage" / "management" / "commands")
 
 

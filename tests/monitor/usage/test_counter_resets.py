@@ -1,6 +1,6 @@
 """Counters that reset during a job (issue 19 item 15): read as Prometheus' increase() reads
-them, by the one set of functions (usage/analysis/timeseries.py) that the figures and the plots share,
-so a job's CPU efficiency and its CPU plots say the same."""
+them, by the one set of functions (usage/analysis/timeseries.py) that the figures and the
+plots share, so a job's CPU efficiency and its CPU plots say the same."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The user page's table (usage/web/job_rows.py) and the figures in words (usage/rendering/figures_text.py):
-pure functions over documents."""
+"""The user page's table (usage/web/job_rows.py) and the figures in words
+(usage/rendering/figures_text.py): pure functions over documents."""
 
 from __future__ import annotations
 

@@ -271,7 +271,7 @@ def test_no_module_of_the_app_imports_pyplot() -> None:
 def test_drawing_a_plot_a_pie_and_a_pdf_never_loads_pyplot() -> None:
     script = (
         "import sys\n"
-        "from clusterwatch.monitor.usage import rendered\n"
+        "from clusterwatch.monitor.usage.rendering import rendered\n"
         "from tests.monitor.usage.render_support import document_of\n"
         "from tests.monitor.usage.usage_support import good_series, record\n"
         "series = good_series()\n"

@@ -1,6 +1,6 @@
-"""A job's name as every report shows it (usage/rendering/shown_text.py): the job page, the user's list
-and the PDF show it as the email does, on one line, without bidirectional controls (U+202E
-made a name read reversed on the pages while the email stripped it), and at most
+"""A job's name as every report shows it (usage/rendering/shown_text.py): the job page, the
+user's list and the PDF show it as the email does, on one line, without bidirectional controls
+(U+202E made a name read reversed on the pages while the email stripped it), and at most
 SHOWN_LIMIT characters, so a 100,000-character name neither floods a page nor holds the
 PDF for seconds (reportlab took 9 s to lay it out); the JSON keeps every character.
 The PDF's time is measured by benchmarks/bench_usage_render.py --long-names."""
