@@ -118,6 +118,20 @@ def test_bursty_cpu_compares_the_mean_with_the_peak() -> None:
     assert "bursty_cpu" in codes(series=good_series(cpu_seconds=[one(bursts)]))
 
 
+def test_a_late_scrape_is_no_burst() -> None:
+    """A steady job on a loaded node: one scrape comes late, so one step reads two intervals'
+    CPU time (4 cores busy on a 2-CPU job) and the next reads none. The peak above the
+    allocation is the scrape's, not the job's: no bursty_cpu (seen in the end-to-end test
+    under load: a 1-CPU job 93 % busy was told its CPU came in bursts)."""
+
+    def steady_but_late(t: float) -> float:  # 2 CPUs busy; the reading at 600 s came at 630 s
+        return 2 * 630 if 600 <= t < 630 else 2 * t
+
+    summary = analyse(record(), good_series(cpu_seconds=[one(steady_but_late)]))
+    assert summary.cores_used_max is not None and summary.cores_used_max > 2.5  # the artefact
+    assert "bursty_cpu" not in codes(series=good_series(cpu_seconds=[one(steady_but_late)]))
+
+
 def test_too_many_threads_counts_cpus_per_node() -> None:
     job = record(cpus_allocated=8, nodes=2)  # 4 CPUs on each node: 9 threads are too many
     series = good_series(cpu_seconds=[one(lambda t: 7.9 * t)], core_seconds=[],

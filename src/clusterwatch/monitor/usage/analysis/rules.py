@@ -71,17 +71,20 @@ def unbalanced_cores(job: JobRecord, s: UsageSummary, t: Thresholds) -> Optional
 def bursty_cpu(job: JobRecord, s: UsageSummary, t: Thresholds) -> Optional[UsageWarning]:
     if not s.cores_used_mean or not s.cores_used_max:
         return None
-    ratio = s.cores_used_mean / s.cores_used_max
+    # A reading above the allocation is a late scrape (two intervals' CPU time in one step),
+    # not a burst the job made: the peak is at most what the job was given.
+    peak = min(s.cores_used_max, max(job.cpus_allocated, 1))
+    ratio = s.cores_used_mean / peak
     if ratio >= t.burst_ratio_min:
         return None
     return UsageWarning(
         "bursty_cpu",
         f"The job's CPU use came in bursts: on average {s.cores_used_mean:.1f} CPUs busy, "
-        f"at its peak {s.cores_used_max:.1f} ({ratio:.0%} of the peak on average).",
+        f"at its peak {peak:.1f} ({ratio:.0%} of the peak on average).",
         "Look for phases that wait (input, output, a serial step) while the allocated CPUs "
         "sit idle; run them as a separate job with fewer CPUs.",
         {"mean_to_peak": ratio, "threshold": t.burst_ratio_min,
-         "cores_used_mean": s.cores_used_mean, "cores_used_max": s.cores_used_max})
+         "cores_used_mean": s.cores_used_mean, "cores_used_max": peak})
 
 
 def memory_over_request(job: JobRecord, s: UsageSummary,
