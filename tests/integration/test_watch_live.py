@@ -18,6 +18,7 @@ import pytest
 from clusterwatch.loopback.http_recorder import HttpRecorder, fake_slack
 from clusterwatch.loopback.live_pool import LiveGpuWorker, live_gpu_worker
 from clusterwatch.loopback.services import alertmanager, free_port
+from clusterwatch.notify.incident import Action
 from clusterwatch.watch import state
 from clusterwatch.watch.channels import build_channels
 from clusterwatch.watch.config import load_config
@@ -65,7 +66,7 @@ def test_it_sees_a_fresh_file_then_alerts_at_once_on_a_20_minute_old_one(
     old = worker.age_gpu_file(20 * 60)
     worker.wait_until_scraped(old)
     result = poll(config_dir, tmp_path / "fresh-state", worker.prometheus.url)
-    assert [(d.target, d.action, d.status) for d in result.decisions] == [
+    assert [(d.target, d.action.value, d.status.value) for d in result.decisions] == [
         (f"gpu:{worker.instance}", "alert", "stale")]
 
 
@@ -92,7 +93,7 @@ def test_it_alerts_through_slack_and_alertmanager_and_resolves_both(
         old = worker.age_gpu_file(20 * 60)
         worker.wait_until_scraped(old)
         result = poll(config_dir, state_dir, worker.prometheus.url)
-        assert [d.action for d in result.decisions] == ["alert"]
+        assert [d.action.value for d in result.decisions] == ["alert"]
         assert "ALERT gpu:" in slack.requests[0].json()["text"]
 
         firing = receiver.wait_for(lambda r: r.json()["status"] == "firing", timeout=30)[0]
@@ -109,9 +110,9 @@ def test_it_alerts_through_slack_and_alertmanager_and_resolves_both(
             mtime = worker.write_gpu_file()
             worker.wait_until_scraped(mtime)
             recovered = [d for d in poll(config_dir, state_dir, worker.prometheus.url).decisions
-                         if d.action == "recover"]
+                         if d.action is Action.RECOVER]
             time.sleep(1.1)  # node_exporter's mtime has whole seconds: let it advance
-        assert [(d.status, d.incident) for d in recovered] == [("fresh", alert["annotations"][
+        assert [(d.status.value, d.incident) for d in recovered] == [("fresh", alert["annotations"][
             "incident"])]
         assert "RECOVER gpu:" in slack.requests[-1].json()["text"]
 

@@ -13,6 +13,7 @@ from typing import Union
 
 from clusterwatch.http_client import HttpResponse, TransportError
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import Action
 
 SECRET = "SECRETTOKEN"
 SECRET_PATH = f"/services/T000/B000/{SECRET}"
@@ -24,12 +25,12 @@ CLIENT_TIMEOUT = 0.5  # seconds; short so that the timeout cases stay fast
 def make_event(
     seq: int = 1,
     t: float = T0,
-    action: str = "alert",
+    action: str = "alert",  # the word, as outboxes store it
     target: str = "gpu:192.0.2.10:9100",
     status: str = "stale",
     incident: str = "inc-1",
 ) -> Event:
-    return Event(seq, t, action, target, status, incident)
+    return Event(seq, t, Action(action), target, status, incident)
 
 
 Canned = Union[HttpResponse, TransportError]

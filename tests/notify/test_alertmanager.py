@@ -12,6 +12,7 @@ from clusterwatch.http_client import HttpResponse, TransportError
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Outbox, deliver
 from tests.notify.support import CLIENT_TIMEOUT, T0, CannedPost, make_event
 
@@ -123,7 +124,7 @@ def test_it_never_restates_a_target_whose_events_are_queued(recorder: HttpRecord
     recorder.enqueue(ScriptedResponse(503, b""))
     channel = am_for(recorder)
     outbox = outbox_for("am")
-    recovery = outbox.append(RECOVERY.t, "recover", "gpu:192.0.2.10:9100", "fresh", "inc-gpu")
+    recovery = outbox.append(RECOVERY.t, Action.RECOVER, "gpu:192.0.2.10:9100", "fresh", "inc-gpu")
     reopened = make_event(0, RECOVERY.t, "alert", "gpu:192.0.2.10:9100", "stale", "inc-gpu2")
     other_open = make_event(0, T0, "alert", "node:w1", "missing", "inc-w1")
 
@@ -147,7 +148,7 @@ def test_it_keeps_restating_open_alerts_while_a_backlog_drains(recorder: HttpRec
     channel = am_for(recorder)
     outbox = outbox_for("am")
     for i in range(2 * channel.max_batch + 1):
-        outbox.append(T0 + i, "alert", f"node:w{i}", "missing", f"inc-{i}")
+        outbox.append(T0 + i, Action.ALERT, f"node:w{i}", "missing", f"inc-{i}")
 
     for run in range(3):
         deliver(outbox, [channel], T0 + 100 + 60 * run, firing=[ALERT])
@@ -254,9 +255,9 @@ def test_it_sends_an_alert_and_its_recovery_in_order_after_an_outage(
     recorder.set_default(ScriptedResponse(503, b""))
     channel = am_for(recorder)
     outbox = outbox_for("am")
-    outbox.append(T0, "alert", "gpu:192.0.2.10:9100", "stale", "inc-gpu")
+    outbox.append(T0, Action.ALERT, "gpu:192.0.2.10:9100", "stale", "inc-gpu")
     deliver(outbox, [channel], T0, firing=[ALERT])
-    outbox.append(RECOVERY.t, "recover", "gpu:192.0.2.10:9100", "fresh", "inc-gpu")
+    outbox.append(RECOVERY.t, Action.RECOVER, "gpu:192.0.2.10:9100", "fresh", "inc-gpu")
     deliver(outbox, [channel], RECOVERY.t, firing=[])
 
     recorder.set_default(ScriptedResponse(200, b""))

@@ -13,18 +13,19 @@ from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.channel_config import build_channels, parse_channels
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 from tests.notify.support import CLIENT_TIMEOUT, SECRET_PATH, T0
 
 DETAIL = "pandaharvester01 /data: 93.1 % used, 6.9 GiB left of 100.0 GiB (alarm at 90 %)"
-EVENT = Event(1, T0, "alert", "host_disk_space:pandaharvester01:/data", "93.1 %", "inc-1",
+EVENT = Event(1, T0, Action.ALERT, "host_disk_space:pandaharvester01:/data", "93.1 %", "inc-1",
               DETAIL)
 
 
 def test_it_keeps_the_json_of_an_event_without_detail_as_before() -> None:
-    plain = Event(3, T0, "recover", "node:worker1.example.org", "present", "inc-3")
+    plain = Event(3, T0, Action.RECOVER, "node:worker1.example.org", "present", "inc-3")
     assert plain.to_json() == {"seq": 3, "t": T0, "action": "recover",
                                "target": "node:worker1.example.org", "status": "present",
                                "incident": "inc-3"}
@@ -43,7 +44,7 @@ def test_it_round_trips_the_detail_and_shows_it_in_the_line() -> None:
 def test_it_keeps_the_detail_through_new_channels_and_dead_letters() -> None:
     outbox = Outbox()
     outbox.attach(["a"])
-    outbox.append(T0, "alert", EVENT.target, EVENT.status, EVENT.incident, DETAIL)
+    outbox.append(T0, Action.ALERT, EVENT.target, EVENT.status, EVENT.incident, DETAIL)
     outbox.attach(["a", "b"], firing=[EVENT])  # b learns the open alarm
     assert [e.detail for e in outbox.pending("b")] == [DETAIL]
     outbox.channels["a"].dead = outbox.pending("a")
@@ -70,7 +71,7 @@ def test_it_gives_alertmanager_the_detail_as_description_and_a_chosen_alertname(
     alert = named.alert(EVENT, T0)
     assert alert["labels"]["alertname"] == "ClusterwatchAlarm"
     assert alert["annotations"]["description"] == DETAIL
-    plain = Event(2, T0, "alert", "gpu:192.0.2.10:9100", "stale", "inc-2")
+    plain = Event(2, T0, Action.ALERT, "gpu:192.0.2.10:9100", "stale", "inc-2")
     assert "description" not in named.alert(plain, T0)["annotations"]
 
 
@@ -80,7 +81,7 @@ def test_it_names_the_callers_commands_for_dead_letters(
     slack_server.enqueue(SlackResponses.no_service())
     outbox = Outbox()
     outbox.attach(["s"])
-    outbox.append(T0, "alert", EVENT.target, EVENT.status, EVENT.incident, DETAIL)
+    outbox.append(T0, Action.ALERT, EVENT.target, EVENT.status, EVENT.incident, DETAIL)
     channel = SlackWebhook("s", slack_server.url + SECRET_PATH, CLIENT_TIMEOUT)
     with caplog.at_level(logging.ERROR):
         deliver(outbox, [channel], T0, dead_letter_hint="run `monitor redeliver_alarms`")

@@ -13,6 +13,7 @@ from clusterwatch.http_client import HttpResponse
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse, SlackResponses
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import HISTORY_LIMIT, Attempt, ChannelState, Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from tests.notify.support import CLIENT_TIMEOUT, SECRET_PATH, T0, CannedPost
@@ -33,7 +34,7 @@ def new_outbox(*names: str) -> Outbox:
 def queue(outbox: Outbox, count: int, t: float = T0, first: int = 0) -> list[Event]:
     """`count` alerts for distinct workers, detected one second apart from `t`."""
     return [
-        outbox.append(t + i, "alert", f"node:worker{first + i:03d}.example.org", "missing",
+        outbox.append(t + i, Action.ALERT, f"node:worker{first + i:03d}.example.org", "missing",
                       f"inc-{first + i:03d}")
         for i in range(count)
     ]
@@ -262,9 +263,9 @@ def test_it_delivers_alert_and_recovery_queued_during_an_outage_in_order(
     slack_server.set_default(SlackResponses.server_error(503))
     channel = slack_for(slack_server, "slack")
     outbox = new_outbox("slack")
-    alert = outbox.append(T0, "alert", "node:worker.example.org", "missing", "inc-7")
+    alert = outbox.append(T0, Action.ALERT, "node:worker.example.org", "missing", "inc-7")
     deliver(outbox, [channel], T0)
-    recovery = outbox.append(T0 + 20 * MINUTE, "recover", "node:worker.example.org",
+    recovery = outbox.append(T0 + 20 * MINUTE, Action.RECOVER, "node:worker.example.org",
                              "present", "inc-7")
     deliver(outbox, [channel], T0 + 20 * MINUTE)
     outbox = reload(outbox)
@@ -281,7 +282,7 @@ def test_it_compacts_only_what_every_channel_is_done_with() -> None:
     events = queue(outbox, 4)
     outbox.channels["a"].cursor = 4
     outbox.channels["b"].cursor = 2
-    requeued = outbox.append(T0, "alert", "node:x", "missing", "inc-x")
+    requeued = outbox.append(T0, Action.ALERT, "node:x", "missing", "inc-x")
     outbox.only_for[requeued.seq] = "b"
 
     outbox.compact()
@@ -388,7 +389,7 @@ def test_it_forgets_a_detached_channel_and_says_what_it_dropped(
 
 
 def make_dead() -> Event:
-    return Event(99, T0, "alert", "node:x", "missing", "inc-x")
+    return Event(99, T0, Action.ALERT, "node:x", "missing", "inc-x")
 
 
 def test_it_ignores_a_saved_back_off_that_lies_beyond_the_longest_wait(
@@ -430,7 +431,7 @@ def test_it_round_trips_the_whole_outbox_through_json() -> None:
         last_error_t=T0, last_success_t=T0 - 60,
     )
     outbox.channels["am"].cursor = 3
-    requeued = outbox.append(events[0].t, "alert", events[0].target, "missing",
+    requeued = outbox.append(events[0].t, Action.ALERT, events[0].target, "missing",
                              events[0].incident)
     outbox.only_for[requeued.seq] = "slack"
     outbox.history = [
@@ -446,7 +447,7 @@ def test_it_round_trips_the_whole_outbox_through_json() -> None:
     assert restored.next_seq == 5
     assert restored.pending("slack") == [events[2], requeued]
     assert restored.pending("am") == []
-    assert restored.append(T0, "alert", "node:y", "missing", "inc-y").seq == 5
+    assert restored.append(T0, Action.ALERT, "node:y", "missing", "inc-y").seq == 5
 
 
 def test_it_tells_a_newly_attached_channel_about_open_incidents_only(
@@ -454,7 +455,7 @@ def test_it_tells_a_newly_attached_channel_about_open_incidents_only(
 ) -> None:
     outbox = new_outbox("old")
     old_events = queue(outbox, 2)
-    open_alert = Event(0, T0 - 600, "alert", "gpu:192.0.2.10:9100", "stale", "inc-open")
+    open_alert = Event(0, T0 - 600, Action.ALERT, "gpu:192.0.2.10:9100", "stale", "inc-open")
 
     outbox.attach(["old", "new"], firing=[open_alert])
 

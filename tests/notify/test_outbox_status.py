@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Attempt, Outbox
 from clusterwatch.notify.outbox_status import ChannelWording, outbox_sections, write_channels
 from tests.notify.support import T0
@@ -16,8 +17,8 @@ FULL = ChannelWording(no_channels="channels: none", when=lambda t: f"<{t - T0:.0
 def outbox() -> Outbox:
     box = Outbox()
     box.attach(["slack", "am"])
-    box.append(T0, "alert", "gpu:192.0.2.10:9100", "stale", "464531a4")
-    box.append(T0 + 60, "recover", "panda_unreachable:h1", "ok", "20573a43c3ef",
+    box.append(T0, Action.ALERT, "gpu:192.0.2.10:9100", "stale", "464531a4")
+    box.append(T0 + 60, Action.RECOVER, "panda_unreachable:h1", "ok", "20573a43c3ef",
                "h1: fetches succeed again")
     slack = box.channels["slack"]
     slack.cursor, slack.dead = 1, [box.events[0]]

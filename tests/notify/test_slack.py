@@ -18,6 +18,7 @@ from clusterwatch.loopback.http_recorder import (
     SlackResponses,
 )
 from clusterwatch.notify import channel as ch
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.slack import SlackWebhook
 from tests.notify.support import (
@@ -187,7 +188,7 @@ def run_through_deliver(
 ) -> tuple[ch.SendResult, Outbox]:
     outbox = Outbox()
     outbox.attach([channel.name])
-    outbox.append(T0, "alert", "gpu:192.0.2.10:9100", "stale", "inc-1")
+    outbox.append(T0, Action.ALERT, "gpu:192.0.2.10:9100", "stale", "inc-1")
     caplog.set_level(logging.DEBUG)
     results = deliver(outbox, [channel], T0)
     return results[channel.name], outbox

@@ -10,6 +10,7 @@ import pytest
 from clusterwatch.http_client import HttpResponse, TransportError
 from clusterwatch.loopback.http_recorder import HttpRecorder, ScriptedResponse
 from clusterwatch.notify import channel as ch
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Outbox, deliver
 from clusterwatch.notify.webhook import JsonWebhook
 from tests.notify.support import CLIENT_TIMEOUT, SECRET, T0, CannedPost, make_event
@@ -119,7 +120,7 @@ def test_it_never_reveals_the_url_token(
     channel = hook_for(recorder)
     outbox = Outbox()
     outbox.attach(["hook"])
-    outbox.append(T0, "alert", "node:worker.example.org", "missing", "inc-node")
+    outbox.append(T0, Action.ALERT, "node:worker.example.org", "missing", "inc-node")
     caplog.set_level(logging.DEBUG)
 
     result = deliver(outbox, [channel], T0)["hook"]

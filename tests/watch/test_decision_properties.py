@@ -7,18 +7,22 @@ from typing import Optional
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clusterwatch.notify.incident import ALERT, RECOVER
+from clusterwatch.notify.incident import Action
 from clusterwatch.watch.decisions import (
-    FRESH,
-    MISSING,
-    PRESENT,
-    STALE,
-    UNKNOWN,
     Decision,
+    Observation,
     TargetRecord,
     classify_mtime,
     decide,
 )
+
+# The spec's words, as the decision table names them.
+ALERT, RECOVER = Action.ALERT, Action.RECOVER
+FRESH = Observation.FRESH
+MISSING = Observation.MISSING
+PRESENT = Observation.PRESENT
+STALE = Observation.STALE
+UNKNOWN = Observation.UNKNOWN
 
 T0 = 1_790_949_600.0
 FAIL, RECOVER_S, MAX_GAP = 900.0, 600.0, 180.0
@@ -38,7 +42,7 @@ ages = st.one_of(
 gpu_polls = st.lists(st.tuples(steps, ages), max_size=200)
 
 
-def run_node(polls: list[tuple[float, str]]) -> list[tuple[int, Decision]]:
+def run_node(polls: list[tuple[float, Observation]]) -> list[tuple[int, Decision]]:
     record, now, out = TargetRecord(), T0, []
     for index, (step, observation) in enumerate(polls):
         now += step
@@ -78,7 +82,8 @@ def assert_alternates(decisions: list[tuple[int, Decision]]) -> None:
         assert alert.incident == recover.incident
 
 
-def clean_run_start(times: list[float], observations: list[str], end: int, good: set[str]) -> float:
+def clean_run_start(times: list[float], observations: list[Observation], end: int,
+                    good: set[Observation]) -> float:
     """Start time of the longest unbroken run of `good` observations ending at `end`."""
     start = end
     while (

@@ -6,27 +6,34 @@ from typing import Optional
 
 import pytest
 
-from clusterwatch.notify.incident import ALERT, RECOVER
+from clusterwatch.notify.incident import Action
 from clusterwatch.watch.decisions import (
-    AGING,
-    FRESH,
-    MISSING,
-    PRESENT,
-    STALE,
-    UNKNOWN,
     Decision,
+    Observation,
     TargetRecord,
     Thresholds,
     classify_mtime,
     decide,
 )
 
+# The spec's words, as the decision table names them.
+ALERT, RECOVER = Action.ALERT, Action.RECOVER
+AGING = Observation.AGING
+FRESH = Observation.FRESH
+MISSING = Observation.MISSING
+PRESENT = Observation.PRESENT
+STALE = Observation.STALE
+UNKNOWN = Observation.UNKNOWN
+
+GpuPoll = tuple[float, Optional[float], Optional[Observation]]  # minute, mtime minute, else
+Seen = tuple[float, Action, Observation]  # minute, action, status
+
 T0 = 1_790_949_600.0  # 2026-10-02 14:00:00Z
 NODE = "node:worker.example.org"
 GPU = "gpu:192.0.2.10:9100"
 
 
-def run_node(polls: list[tuple[float, str]]) -> list[tuple[float, str, str]]:
+def run_node(polls: list[tuple[float, Observation]]) -> list[Seen]:
     """Feed (minute, observation) polls for one node; return (minute, action, status)."""
     record = TargetRecord()
     out = []
@@ -37,8 +44,8 @@ def run_node(polls: list[tuple[float, str]]) -> list[tuple[float, str, str]]:
     return out
 
 
-def run_gpu(polls: list[tuple[float, Optional[float], str]]) -> list[tuple[float, str, str]]:
-    """Feed (minute, mtime minute or None, observation word if no mtime) for one GPU."""
+def run_gpu(polls: list[GpuPoll]) -> list[Seen]:
+    """Feed (minute, mtime minute or None, observation if no mtime) for one GPU."""
     record = TargetRecord()
     out = []
     for minute, mtime_minute, word in polls:
@@ -60,7 +67,7 @@ def run_gpu(polls: list[tuple[float, Optional[float], str]]) -> list[tuple[float
     [(0, FRESH), (120, FRESH), (120.5, AGING), (121, AGING), (899, AGING), (899.9, AGING),
      (900, STALE), (10_000, STALE)],
 )
-def test_it_classifies_file_age_by_the_spec_bounds(age: float, expected: str) -> None:
+def test_it_classifies_file_age_by_the_spec_bounds(age: float, expected: Observation) -> None:
     assert classify_mtime(T0, T0 - age) == expected
 
 
@@ -105,13 +112,13 @@ def test_it_resets_the_absence_window_when_the_node_is_seen() -> None:
 # --- GPU missing and stale ---------------------------------------------------------------
 
 def test_it_alerts_on_a_gpu_row_missing_for_15_minutes() -> None:
-    polls: list[tuple[float, Optional[float], str]] = [(m, None, MISSING) for m in range(17)]
+    polls: list[GpuPoll] = [(m, None, MISSING) for m in range(17)]
     assert run_gpu(polls) == [(15, ALERT, MISSING)]
 
 
 def test_it_alerts_stale_on_the_very_first_poll() -> None:
     # A 14:00 mtime alerts at a 14:16 first poll.
-    assert run_gpu([(16, 0, ""), (17, 0, "")]) == [(16, ALERT, STALE)]
+    assert run_gpu([(16, 0, None), (17, 0, None)]) == [(16, ALERT, STALE)]
 
 
 def test_it_names_the_incident_as_state_files_and_channels_already_know_it() -> None:
@@ -122,26 +129,26 @@ def test_it_names_the_incident_as_state_files_and_channels_already_know_it() -> 
 
 
 def test_it_alerts_stale_when_the_age_reaches_15_minutes() -> None:
-    polls: list[tuple[float, Optional[float], str]] = [(m, 0.0, "") for m in range(0, 20)]
+    polls: list[GpuPoll] = [(m, 0.0, None) for m in range(0, 20)]
     assert run_gpu(polls) == [(15, ALERT, STALE)]
 
 
 def test_it_keeps_one_incident_when_a_stale_file_then_disappears() -> None:
-    polls: list[tuple[float, Optional[float], str]] = [(16, 0, "")]
+    polls: list[GpuPoll] = [(16, 0, None)]
     polls += [(m, None, MISSING) for m in range(17, 40)]
     assert run_gpu(polls) == [(16, ALERT, STALE)]
 
 
 def test_it_treats_a_stale_observation_as_ending_an_absence_window() -> None:
     # Missing for 10 minutes, then the row comes back stale: alert at once (stale).
-    polls: list[tuple[float, Optional[float], str]] = [(m, None, MISSING) for m in range(10)]
-    polls.append((10, -10.0, ""))
+    polls: list[GpuPoll] = [(m, None, MISSING) for m in range(10)]
+    polls.append((10, -10.0, None))
     assert run_gpu(polls) == [(10, ALERT, STALE)]
 
 
 # --- node recovery -----------------------------------------------------------------------
 
-def node_incident_then(polls_after: list[tuple[float, str]]) -> list[tuple[float, str, str]]:
+def node_incident_then(polls_after: list[tuple[float, Observation]]) -> list[Seen]:
     return run_node([(m, MISSING) for m in range(0, 16)] + polls_after)
 
 
@@ -166,13 +173,13 @@ def test_it_recovers_only_an_open_incident() -> None:
 
 # --- GPU recovery ------------------------------------------------------------------------
 
-def gpu_incident_then(polls_after: list[tuple[float, Optional[float], str]]) -> list:
-    before: list[tuple[float, Optional[float], str]] = [(16, 0, "")]
+def gpu_incident_then(polls_after: list[GpuPoll]) -> list:
+    before: list[GpuPoll] = [(16, 0, None)]
     return run_gpu(before + polls_after)
 
 
 def test_it_recovers_a_gpu_10_minutes_after_the_first_fresh_write() -> None:
-    polls: list[tuple[float, Optional[float], str]] = [(m, m - 0.5, "") for m in range(20, 31)]
+    polls: list[GpuPoll] = [(m, m - 0.5, None) for m in range(20, 31)]
     assert gpu_incident_then(polls) == [(16, ALERT, STALE), (30, RECOVER, FRESH)]
 
 
@@ -193,18 +200,18 @@ def test_it_does_not_recover_a_gpu_whose_mtime_did_not_advance() -> None:
 
 
 def test_it_resets_gpu_recovery_on_an_aging_blip() -> None:
-    polls: list[tuple[float, Optional[float], str]] = [(m, m - 0.5, "") for m in range(20, 25)]
-    polls.append((25, 22.5, ""))  # 150 s old: aging
-    polls += [(m, m - 0.5, "") for m in range(26, 37)]
+    polls: list[GpuPoll] = [(m, m - 0.5, None) for m in range(20, 25)]
+    polls.append((25, 22.5, None))  # 150 s old: aging
+    polls += [(m, m - 0.5, None) for m in range(26, 37)]
     assert gpu_incident_then(polls) == [(16, ALERT, STALE), (36, RECOVER, FRESH)]
 
 
 def test_it_resets_gpu_recovery_on_missing_or_stale() -> None:
-    polls: list[tuple[float, Optional[float], str]] = [(m, m - 0.5, "") for m in range(20, 25)]
+    polls: list[GpuPoll] = [(m, m - 0.5, None) for m in range(20, 25)]
     polls.append((25, None, MISSING))
-    polls += [(m, m - 0.5, "") for m in range(26, 36)]
-    polls.append((36, 10, ""))  # stale again
-    polls += [(m, m - 0.5, "") for m in range(37, 48)]
+    polls += [(m, m - 0.5, None) for m in range(26, 36)]
+    polls.append((36, 10, None))  # stale again
+    polls += [(m, m - 0.5, None) for m in range(37, 48)]
     assert gpu_incident_then(polls) == [(16, ALERT, STALE), (47, RECOVER, FRESH)]
 
 

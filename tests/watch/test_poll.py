@@ -28,7 +28,8 @@ def minutes(pool: Pool, start: int, stop: int, setup=None) -> list:  # type: ign
         now = T0 + m * 60
         if setup is not None:
             setup(now)
-        decisions += [(m, d.action, d.target, d.status) for d in pool.poll(now).decisions]
+        decisions += [(m, d.action.value, d.target, d.status.value)
+                      for d in pool.poll(now).decisions]
     return decisions
 
 
@@ -83,7 +84,7 @@ def test_it_makes_every_node_unknown_when_condor_status_fails(pool: Pool, failur
         assert result.node_error is not None
         # The GPU check keeps its own result: G2 is stale at the first poll.
         expected = [("alert", f"gpu:{G2}")] if m == 0 else []
-        assert [(d.action, d.target) for d in result.decisions] == expected
+        assert [(d.action.value, d.target) for d in result.decisions] == expected
 
 
 def test_it_restarts_the_node_window_after_a_failed_query(pool: Pool) -> None:
@@ -124,7 +125,7 @@ def test_it_uses_the_sample_value_not_the_query_time_as_the_mtime(pool: Pool) ->
     # The pair's first element is the query time (now); the value is 20 minutes old.
     pool.set_gpu_mtimes({G1: T0 - 1200, G2: T0 - 10}, T0)
     decisions = pool.poll(T0).decisions
-    assert [(d.target, d.status) for d in decisions] == [(f"gpu:{G1}", "stale")]
+    assert [(d.target, d.status.value) for d in decisions] == [(f"gpu:{G1}", "stale")]
 
 
 def test_it_alerts_on_a_gpu_row_missing_from_a_successful_vector(pool: Pool) -> None:
@@ -199,7 +200,7 @@ def test_it_makes_only_the_bad_worker_unknown(pool: Pool, bad_rows, caplog) -> N
             pool.prometheus.set_response(vector_response(good + rows))
             result = pool.poll(now)
             assert result.gpu_error is None
-            decided += [(m, d.target, d.status) for d in result.decisions]
+            decided += [(m, d.target, d.status.value) for d in result.decisions]
     assert decided == [(0, f"gpu:{G1}", "stale")]  # G2 unknown throughout: never alerts
     assert f"gpu:{G2}: unknown this poll" in caplog.text
 
@@ -269,7 +270,7 @@ def test_it_keeps_messages_queued_while_slack_fails_and_sends_them_in_order(pool
         pool.set_gpu_mtimes({G1: now, G2: now}, now)
     minutes(pool, 0, 31, setup)  # alert at 15, recovery at 30, Slack down throughout
     pending = state.load(pool.state_dir).outbox.pending("slack")
-    assert [(e.action, e.t) for e in pending] == [("alert", T0 + 900), ("recover", T0 + 1800)]
+    assert [(e.action.value, e.t) for e in pending] == [("alert", T0 + 900), ("recover", T0 + 1800)]
     pool.slack.set_default(SlackResponses.ok())
     pool.poll(T0 + 31 * 60)
     lines = pool.slack.requests[-1].json()["text"].splitlines()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Outbox
 from clusterwatch.watch import state
 from clusterwatch.watch.decisions import Incident, TargetRecord
@@ -17,7 +18,7 @@ from .support import T0
 def sample_state() -> state.WatchState:
     outbox = Outbox()
     outbox.attach(["slack"])
-    outbox.append(T0, "alert", "gpu:192.0.2.10:9100", "stale", "0badcafe")
+    outbox.append(T0, Action.ALERT, "gpu:192.0.2.10:9100", "stale", "0badcafe")
     return state.WatchState(
         records={
             "node:worker1.example.org": TargetRecord(T0, T0 - 60, None, None),
@@ -95,12 +96,27 @@ def test_it_announces_open_incidents_again_when_queued_messages_were_lost(
 ) -> None:
     saved = sample_state()
     saved.outbox.channels["slack"].cursor = 1  # the alert was delivered
-    saved.outbox.append(T0 + 60, "recover", "node:worker1.example.org", "present", "0ddba11")
+    saved.outbox.append(T0 + 60, Action.RECOVER, "node:worker1.example.org", "present", "0ddba11")
     state.save(tmp_path, saved)
     raw = (tmp_path / state.STATE_FILE).read_bytes()
     (tmp_path / state.STATE_FILE).write_bytes(raw.replace(b'"action":"recover"',
                                                           b'"action":"rec', 1))
     loaded = state.load(tmp_path, channel_names=["slack"])
     [again] = loaded.outbox.pending("slack")
-    assert (again.action, again.target, again.incident, again.t) == (
+    assert (again.action.value, again.target, again.incident, again.t) == (
         "alert", "gpu:192.0.2.10:9100", "0badcafe", T0 - 900)
+
+
+def test_it_drops_a_queued_message_whose_action_no_engine_writes(tmp_path: Path) -> None:
+    saved = sample_state()
+    saved.outbox.channels["slack"].cursor = 1  # the alert was delivered
+    saved.outbox.append(T0 + 60, Action.RECOVER, "node:worker1.example.org", "present", "0ddba11")
+    state.save(tmp_path, saved)
+    raw = (tmp_path / state.STATE_FILE).read_bytes()
+    (tmp_path / state.STATE_FILE).write_bytes(raw.replace(b'"action":"recover"',
+                                                          b'"action":"resolve"', 1))
+    loaded = state.load(tmp_path, channel_names=["slack"])
+    assert "1 of 2 queued messages unreadable: dropped" in (loaded.damage or "")
+    [again] = loaded.outbox.pending("slack")  # the open incident, announced again
+    assert (again.action, again.target, again.incident) == (
+        Action.ALERT, "gpu:192.0.2.10:9100", "0badcafe")

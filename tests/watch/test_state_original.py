@@ -20,7 +20,7 @@ def test_it_keeps_the_original_absence_window(pool: Pool) -> None:
     pool.set_machines([W1])
     pool.set_gpu_mtimes({G1: T0 + 880, G2: T0 + 880}, T0 + 900)
     result = pool.poll(T0 + 900)  # 15 minutes after the original saw W2 go
-    assert [(d.target, d.action) for d in result.decisions] == [(f"node:{W2}", "alert")]
+    assert [(d.target, d.action.value) for d in result.decisions] == [(f"node:{W2}", "alert")]
     assert result.state_error is None
 
 
@@ -34,7 +34,7 @@ def test_it_keeps_the_original_recovery_window(pool: Pool) -> None:
     pool.all_healthy(T0 + 600)
     pool.set_gpu_mtimes({G1: T0 + 590, G2: T0 + 590}, T0 + 600)
     result = pool.poll(T0 + 600)  # 10 minutes of fresh writes, begun before the switch
-    assert [(d.target, d.action) for d in result.decisions] == [(f"gpu:{G1}", "recover")]
+    assert [(d.target, d.action.value) for d in result.decisions] == [(f"gpu:{G1}", "recover")]
     [sent] = [request.json()["text"] for request in pool.slack.requests]
     assert f"RECOVER gpu:{G1} (fresh)" in sent and "ALERT" not in sent
 
@@ -69,7 +69,7 @@ def test_it_pairs_a_recovery_with_its_alert_and_keeps_an_id_a_line_gives() -> No
     decoded = decode_original(data, ["slack"], now=T0 + 90)
     assert decoded.problems == []
     events = decoded.outbox.pending("slack")
-    assert [(e.t, e.action, e.status) for e in events] == [
+    assert [(e.t, e.action.value, e.status) for e in events] == [
         (T0, "alert", "missing"),
         (T0 + 30, "recover", "present"),
         (T0 + 40, "recover", "present"),

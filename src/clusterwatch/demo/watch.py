@@ -98,7 +98,8 @@ class _Story:
         config = load_config(self.config_dir, self.state_dir, self.worker.prometheus.url)
         result = run_poll(config, build_channels(config))
         is_open = state.load(self.state_dir).records[self.target].incident is not None
-        verdicts = ", ".join(f"{d.action.upper()} ({d.status})" for d in result.decisions)
+        verdicts = ", ".join(f"{d.action.value.upper()} ({d.status.value})"
+                             for d in result.decisions)
         self.out.write(f"  poll ({label}): {verdicts or 'no transition'}"
                        f"{'; incident open' if is_open else ''}\n")
         return is_open

@@ -15,7 +15,7 @@ from clusterwatch.http_client import HttpPost, post
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.answers import post_batch
 from clusterwatch.notify.event import Event, format_rfc3339
-from clusterwatch.notify.incident import RECOVER
+from clusterwatch.notify.incident import Action
 
 ALERTNAME = "ClusterwatchTargetDown"
 API_PATH = "/api/v2/alerts"
@@ -67,7 +67,7 @@ class AlertmanagerChannel(ch.Channel):
         if event.detail:
             annotations["description"] = event.detail
         alert: dict[str, Any] = {"labels": labels, "annotations": annotations}
-        if event.action == RECOVER:
+        if event.action is Action.RECOVER:
             alert["endsAt"] = format_rfc3339(event.t)
         else:
             alert["startsAt"] = format_rfc3339(event.t)

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from clusterwatch.notify.incident import Action
+
 
 @dataclass(frozen=True)
 class Event:
     seq: int  # position in the outbox; increases by one per event, never reused
     t: float  # detection time, epoch seconds
-    action: str  # ALERT or RECOVER (clusterwatch.notify.incident)
+    action: Action
     target: str  # "<check>:<name>", e.g. node:worker.example.org or gpu:192.0.2.10:9100
     status: str  # the classified observation that triggered it
     incident: str  # incident id shared by an alert and its recovery
@@ -36,17 +38,17 @@ class Event:
         18:27:05Z ALERT panda_unreachable pandaharvester01: every fetch failed ...`.
         """
         if self.detail:
-            return (f"{format_utc(self.t)} {self.action.upper()} {self.check} {self.detail} "
+            return (f"{format_utc(self.t)} {self.action.value.upper()} {self.check} {self.detail} "
                     f"(incident {self.incident})")
         return (
-            f"{format_utc(self.t)} {self.action.upper()} {self.target} ({self.status}) "
+            f"{format_utc(self.t)} {self.action.value.upper()} {self.target} ({self.status}) "
             f"incident {self.incident}"
         )
 
     def to_json(self) -> dict[str, Any]:
         # Spelled out: dataclasses.asdict deep-copies every field, and a large queue is
         # encoded several times per poll.
-        data: dict[str, Any] = {"seq": self.seq, "t": self.t, "action": self.action,
+        data: dict[str, Any] = {"seq": self.seq, "t": self.t, "action": self.action.value,
                                 "target": self.target, "status": self.status,
                                 "incident": self.incident}
         if self.detail:
@@ -55,8 +57,9 @@ class Event:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Event:
+        """Raises ValueError for an action word that no engine writes."""
         return cls(
-            seq=int(data["seq"]), t=float(data["t"]), action=str(data["action"]),
+            seq=int(data["seq"]), t=float(data["t"]), action=Action(data["action"]),
             target=str(data["target"]), status=str(data["status"]),
             incident=str(data["incident"]), detail=str(data.get("detail") or ""),
         )

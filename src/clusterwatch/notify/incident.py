@@ -7,10 +7,16 @@ vocabulary whichever engine spoke.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 
-ALERT = "alert"  # a condition started: an incident opens
-RECOVER = "recover"  # the condition ended: the incident closes
+
+class Action(enum.Enum):
+    """What a transition is; the value is the word outboxes store and lines print (upper)."""
+
+    ALERT = "alert"  # a condition started: an incident opens
+    RECOVER = "recover"  # the condition ended: the incident closes
+
 
 # Digest lengths of the two engines' incident ids. The ids are stored (state files, the
 # alarm table) and were sent to channels and receivers, so each length is part of that

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from clusterwatch.notify import channel as ch
 from clusterwatch.notify.event import Event
+from clusterwatch.notify.incident import Action
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,8 @@ class Outbox:
     only_for: dict[int, str] = field(default_factory=dict)  # seq -> the one channel it is for
 
     def append(
-        self, t: float, action: str, target: str, status: str, incident: str, detail: str = ""
+        self, t: float, action: Action, target: str, status: str, incident: str,
+        detail: str = "",
     ) -> Event:
         event = Event(self.next_seq, t, action, target, status, incident, detail)
         self.next_seq += 1

@@ -7,19 +7,26 @@ if any. The poll, the replay and the exercise all call this same function.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.notify.incident import ALERT, RECOVER, WATCH_ID_BYTES, incident_id
+from clusterwatch.notify.incident import WATCH_ID_BYTES, Action, incident_id
 
-# Observation classes. `unknown` covers failed queries and invalid rows alike.
-PRESENT = "present"
-MISSING = "missing"
-UNKNOWN = "unknown"
-FRESH = "fresh"
-AGING = "aging"
-STALE = "stale"
+
+class Observation(enum.Enum):
+    """A target's class at one poll; the value is the word events, replays and tables show.
+
+    Nodes are present, missing or unknown; GPU files fresh, aging, stale, missing or unknown.
+    """
+
+    PRESENT = "present"
+    MISSING = "missing"
+    UNKNOWN = "unknown"  # failed queries and invalid rows alike
+    FRESH = "fresh"
+    AGING = "aging"
+    STALE = "stale"
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,9 @@ DEFAULT_THRESHOLDS = Thresholds()
 class Incident:
     id: str
     opened: float  # detection time of the alert
-    status: str  # the observation that raised it: missing or stale
+    # The word of the observation that raised it (missing or stale), as the state file keeps
+    # it: a string, since the original's state files are read too.
+    status: str
 
 
 @dataclass
@@ -57,64 +66,64 @@ class TargetRecord:
 class Decision:
     t: float
     target: str
-    action: str  # ALERT or RECOVER
-    status: str  # the classified observation that triggered it
+    action: Action
+    status: Observation  # the classified observation that triggered it
     incident: str
 
 
-def classify_mtime(now: float, mtime: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+def classify_mtime(now: float, mtime: float,
+                   thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Observation:
     """Classify a GPU file's mtime seen at poll time `now` (spec: "a valid mtime")."""
     if not math.isfinite(mtime) or mtime <= 0 or mtime > now:
-        return UNKNOWN
+        return Observation.UNKNOWN
     age = now - mtime
     if age >= thresholds.fail_s:
-        return STALE
+        return Observation.STALE
     if age <= thresholds.fresh_s:
-        return FRESH
-    return AGING
+        return Observation.FRESH
+    return Observation.AGING
 
 
 def decide(
     record: TargetRecord,
     target: str,
     now: float,
-    observation: str,
+    observation: Observation,
     mtime: Optional[float] = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> Optional[Decision]:
     """Apply one classified observation of `target` at poll time `now`; mutate `record`.
 
-    `observation` is one of present, missing, unknown (nodes) or fresh, aging, stale,
-    missing, unknown (GPU files); `mtime` is the file's mtime for fresh/aging/stale.
+    `mtime` is a GPU file's mtime for fresh, aging and stale.
     """
     previous = record.last_poll
     record.last_poll = now
     if (
-        observation == UNKNOWN
+        observation is Observation.UNKNOWN
         or (previous is not None and (now < previous or now - previous > thresholds.max_gap_s))
     ):
         record.absent_since = None
         _clear_recovery(record)
-    if observation == UNKNOWN:
+    if observation is Observation.UNKNOWN:
         return None
 
-    if observation in (MISSING, STALE):
+    if observation in (Observation.MISSING, Observation.STALE):
         _clear_recovery(record)
         if record.incident is not None:
             return None
-        if observation == STALE:
+        if observation is Observation.STALE:
             record.absent_since = None
-            return _open(record, target, now, STALE)
+            return _open(record, target, now, Observation.STALE)
         if record.absent_since is None:
             record.absent_since = now
         if now - record.absent_since >= thresholds.fail_s:
             record.absent_since = None
-            return _open(record, target, now, MISSING)
+            return _open(record, target, now, Observation.MISSING)
         return None
 
     # present, fresh or aging: the target is there, so no absence window is pending.
     record.absent_since = None
-    if observation == AGING or record.incident is None:
+    if observation is Observation.AGING or record.incident is None:
         _clear_recovery(record)
         return None
     if record.good_since is None:
@@ -123,7 +132,7 @@ def decide(
         return None
     if now - record.good_since < thresholds.recover_s:
         return None
-    if observation == FRESH and not _mtime_advanced(record.good_first_mtime, mtime):
+    if observation is Observation.FRESH and not _mtime_advanced(record.good_first_mtime, mtime):
         return None  # a fresh age without a newer write: keep the window open
     return _close(record, target, now, observation)
 
@@ -137,17 +146,19 @@ def _clear_recovery(record: TargetRecord) -> None:
     record.good_first_mtime = None
 
 
-def _open(record: TargetRecord, target: str, now: float, status: str) -> Decision:
+def _open(record: TargetRecord, target: str, now: float, status: Observation) -> Decision:
     incident = Incident(id=incident_id(target, now, digest_bytes=WATCH_ID_BYTES), opened=now,
-                        status=status)
+                        status=status.value)
     record.incident = incident
-    return Decision(t=now, target=target, action=ALERT, status=status, incident=incident.id)
+    return Decision(t=now, target=target, action=Action.ALERT, status=status,
+                    incident=incident.id)
 
 
-def _close(record: TargetRecord, target: str, now: float, status: str) -> Decision:
+def _close(record: TargetRecord, target: str, now: float, status: Observation) -> Decision:
     assert record.incident is not None
     closed = record.incident
     record.incident = None
     _clear_recovery(record)
-    return Decision(t=now, target=target, action=RECOVER, status=status, incident=closed.id)
+    return Decision(t=now, target=target, action=Action.RECOVER, status=status,
+                    incident=closed.id)
 

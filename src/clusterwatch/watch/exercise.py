@@ -13,9 +13,8 @@ from typing import IO, Callable, Optional
 from clusterwatch.notify.event import format_utc
 from clusterwatch.watch.decisions import (
     DEFAULT_THRESHOLDS,
-    MISSING,
-    PRESENT,
     Decision,
+    Observation,
     TargetRecord,
     Thresholds,
     classify_mtime,
@@ -28,7 +27,7 @@ START = float(calendar.timegm((2026, 10, 2, 14, 0, 0)))  # minute 0 of every sce
 @dataclass(frozen=True)
 class Poll:
     minute: float
-    observation: str  # present/missing for nodes; "file" for a GPU file with `mtime_minute`
+    observation: Optional[Observation]  # a node's; None: a GPU file, seen at `mtime_minute`
     mtime_minute: Optional[float] = None
 
 
@@ -41,7 +40,7 @@ class Scenario:
 
 
 def _gpu(minutes: range, last_write: Callable[[int], float]) -> tuple[Poll, ...]:
-    return tuple(Poll(m, "file", last_write(m)) for m in minutes)
+    return tuple(Poll(m, None, last_write(m)) for m in minutes)
 
 
 def _writer(stops_at: Optional[float] = None, resumes_at: Optional[float] = None,
@@ -73,7 +72,7 @@ SCENARIOS = (
     Scenario(
         "First poll of a file last written 16 minutes ago",
         "gpu:192.0.2.11:9100",
-        (Poll(0, "file", -16.0), Poll(1, "file", -16.0)),
+        (Poll(0, None, -16.0), Poll(1, None, -16.0)),
         "alert on the very first poll, once",
     ),
     Scenario(
@@ -91,13 +90,14 @@ SCENARIOS = (
     Scenario(
         "Execute node vanishes at minute 3 and returns at minute 25",
         "node:worker.example.org",
-        tuple(Poll(m, MISSING if 3 <= m < 25 else PRESENT) for m in range(0, 37)),
+        tuple(Poll(m, Observation.MISSING if 3 <= m < 25 else Observation.PRESENT)
+              for m in range(0, 37)),
         "alert at minute 18 (15 min of absence); recovery at minute 35 (10 min present)",
     ),
     Scenario(
         "A 4-minute gap in polling restarts the absence window",
         "node:worker2.example.org",
-        tuple(Poll(m, MISSING) for m in [*range(0, 10), *range(14, 31)]),
+        tuple(Poll(m, Observation.MISSING) for m in [*range(0, 10), *range(14, 31)]),
         "no alert at minute 15: the window restarts at 14, alert at minute 29",
     ),
 )
@@ -105,17 +105,19 @@ SCENARIOS = (
 
 def run_scenario(
     scenario: Scenario, thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> list[tuple[Poll, str, Optional[float], Optional[Decision]]]:
+) -> list[tuple[Poll, Observation, Optional[float], Optional[Decision]]]:
     """(poll, classified status, file age in s, decision) for each simulated poll."""
     record = TargetRecord()
-    rows: list[tuple[Poll, str, Optional[float], Optional[Decision]]] = []
+    rows: list[tuple[Poll, Observation, Optional[float], Optional[Decision]]] = []
     for poll in scenario.polls:
         now = START + poll.minute * 60
         mtime: Optional[float] = None
-        status = poll.observation
         if poll.mtime_minute is not None:
             mtime = START + poll.mtime_minute * 60
             status = classify_mtime(now, mtime, thresholds)
+        else:
+            assert poll.observation is not None, "a node's poll names its observation"
+            status = poll.observation
         decision = decide(record, scenario.target, now, status, mtime, thresholds)
         rows.append((poll, status, None if mtime is None else now - mtime, decision))
     return rows
@@ -132,8 +134,8 @@ def print_exercise(out: IO[str], thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
             age_text = "-" if age is None else f"{age:.0f} s"
             verdict = ""
             if decision is not None:
-                verdict = f"{decision.action.upper()} ({decision.status})"
+                verdict = f"{decision.action.value.upper()} ({decision.status.value})"
                 total += 1
             out.write(f"   {poll.minute:>6g}  {format_utc(START + poll.minute * 60):<20} "
-                      f"{age_text:>8}  {status:<8} {verdict}\n")
+                      f"{age_text:>8}  {status.value:<8} {verdict}\n")
     return total

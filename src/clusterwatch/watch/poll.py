@@ -17,16 +17,14 @@ from typing import Callable, Optional, TypeVar
 
 from clusterwatch.notify.channel import Channel, SendResult
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.incident import ALERT
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import deliver
 from clusterwatch.watch import health, state
 from clusterwatch.watch.condor import NodeObservation, query_machines
 from clusterwatch.watch.config import WatchConfig
 from clusterwatch.watch.decisions import (
-    MISSING,
-    PRESENT,
-    UNKNOWN,
     Decision,
+    Observation,
     TargetRecord,
     Thresholds,
     classify_mtime,
@@ -86,11 +84,11 @@ def evaluate(
         if record is None:
             record = TargetRecord()
         if node_failed:
-            observation = UNKNOWN
+            observation = Observation.UNKNOWN
         elif name in machines:
-            observation = PRESENT
+            observation = Observation.PRESENT
         else:
-            observation = MISSING
+            observation = Observation.MISSING
         decision = decide(record, target, now, observation, None, thresholds)
         if decision is not None:
             decisions.append(decision)
@@ -104,15 +102,15 @@ def evaluate(
             record = TargetRecord()
         mtime = mtimes.get(instance)
         if gpu_failed:
-            observation = UNKNOWN
+            observation = Observation.UNKNOWN
         elif instance in invalid:
             log.warning("%s: unknown this poll: %s", target, invalid[instance])
-            observation = UNKNOWN
+            observation = Observation.UNKNOWN
         elif mtime is None:
-            observation = MISSING
+            observation = Observation.MISSING
         else:
             observation = classify_mtime(now, mtime, thresholds)
-            if observation == UNKNOWN:
+            if observation is Observation.UNKNOWN:
                 log.warning("%s: unknown this poll: file mtime %r is not in the past",
                             target, mtime)
         decision = decide(record, target, now, observation, mtime, thresholds)
@@ -125,7 +123,7 @@ def evaluate(
 def firing_events(records: dict[str, TargetRecord]) -> list[Event]:
     """The alert of every open incident, as channels that re-state alerts want them."""
     return [
-        Event(0, record.incident.opened, ALERT, target, record.incident.status,
+        Event(0, record.incident.opened, Action.ALERT, target, record.incident.status,
               record.incident.id)
         for target, record in records.items()
         if record.incident is not None
@@ -173,7 +171,8 @@ def run_poll(
                         "CONFIG_DIR/slack_webhook or [[channels]] in watch.toml); open "
                         "incidents are sent to a channel when one is added")
         events = [outbox.append(decision.t, decision.action, decision.target,
-                                decision.status, decision.incident) for decision in decisions]
+                                decision.status.value, decision.incident)
+                  for decision in decisions]
         for event in events:
             log.warning("%s", event.line())
         sources_ok = node_obs.error is None and gpu_obs.error is None

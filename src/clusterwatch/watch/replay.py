@@ -9,10 +9,8 @@ from typing import IO, Optional
 
 from clusterwatch.watch.decisions import (
     DEFAULT_THRESHOLDS,
-    MISSING,
-    PRESENT,
-    UNKNOWN,
     Decision,
+    Observation,
     TargetRecord,
     Thresholds,
     classify_mtime,
@@ -20,20 +18,23 @@ from clusterwatch.watch.decisions import (
 )
 from clusterwatch.watch.inventory import GPU_PREFIX, NODE_PREFIX
 
-NODE_OBSERVATIONS = (PRESENT, MISSING, UNKNOWN)
-GPU_WORDS = (MISSING, UNKNOWN, "invalid")
-MTIME = "mtime"
+# The words a line may give as its observation, and what each is read as.
+NODE_WORDS = {obs.value: obs
+              for obs in (Observation.PRESENT, Observation.MISSING, Observation.UNKNOWN)}
+GPU_WORDS = {"missing": Observation.MISSING, "unknown": Observation.UNKNOWN,
+             "invalid": Observation.UNKNOWN}
 
 
 class ReplayError(ValueError):
     """A line that is not an observation; the message starts with its line number."""
 
 
-def parse_line(number: int, line: str) -> tuple[float, str, str, Optional[float]]:
+def parse_line(number: int, line: str) -> tuple[float, str, Optional[Observation],
+                                                Optional[float]]:
     """(t, target, observation, mtime) for one JSON line.
 
-    A GPU mtime comes back as observation "mtime" with the number, to be classified
-    against the thresholds in use; "invalid" comes back as unknown.
+    A GPU mtime comes back as observation None with the number, to be classified against
+    the thresholds in use; "invalid" comes back as unknown.
     """
     try:
         item = json.loads(line)
@@ -47,17 +48,18 @@ def parse_line(number: int, line: str) -> tuple[float, str, str, Optional[float]
     if not isinstance(target, str):
         raise ReplayError(f"line {number}: target must be a string")
     if target.startswith(NODE_PREFIX) and len(target) > len(NODE_PREFIX):
-        if observation not in NODE_OBSERVATIONS:
+        if not isinstance(observation, str) or observation not in NODE_WORDS:
             raise ReplayError(f"line {number}: a node observation is one of "
-                              f"{', '.join(NODE_OBSERVATIONS)}")
-        return float(t), target, observation, None
+                              f"{', '.join(NODE_WORDS)}")
+        return float(t), target, NODE_WORDS[observation], None
     if target.startswith(GPU_PREFIX) and len(target) > len(GPU_PREFIX):
         if isinstance(observation, (int, float)) and not isinstance(observation, bool):
             if not _finite(observation):
-                return float(t), target, UNKNOWN, None  # not a finite number: unknown
-            return float(t), target, MTIME, float(observation)
-        if observation in GPU_WORDS:
-            return float(t), target, UNKNOWN if observation == "invalid" else observation, None
+                # not a finite number: unknown
+                return float(t), target, Observation.UNKNOWN, None
+            return float(t), target, None, float(observation)
+        if isinstance(observation, str) and observation in GPU_WORDS:
+            return float(t), target, GPU_WORDS[observation], None
         raise ReplayError(f"line {number}: a GPU observation is an mtime or one of "
                           f"{', '.join(GPU_WORDS)}")
     raise ReplayError(f"line {number}: target must start with node: or gpu: and name one")
@@ -80,7 +82,7 @@ def replay(
         if not line.strip():
             continue
         t, target, observation, mtime = parse_line(number, line)
-        if observation == MTIME:
+        if observation is None:
             assert mtime is not None
             observation = classify_mtime(t, mtime, thresholds)
         record = records.setdefault(target, TargetRecord())
@@ -93,7 +95,8 @@ def write_decisions(decisions: Iterable[Decision], out: IO[str]) -> int:
     count = 0
     for decision in decisions:
         out.write(json.dumps({"t": decision.t, "target": decision.target,
-                              "action": decision.action, "status": decision.status}) + "\n")
+                              "action": decision.action.value,
+                              "status": decision.status.value}) + "\n")
         out.flush()
         count += 1
     return count

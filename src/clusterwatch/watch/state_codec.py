@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.incident import ALERT
+from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Attempt, ChannelState, Outbox
 from clusterwatch.watch.decisions import Incident, TargetRecord
 
@@ -24,6 +24,7 @@ _TIME_BOUND = 1e15
 _NUMBER = (float, int)  # bool is neither by `type`
 _TIME_TYPES = frozenset({float, int, type(None)})
 _EVENT_TEXT = ("action", "target", "status", "incident")
+_ACTION_WORDS = frozenset(action.value for action in Action)
 
 
 SECTIONS = {"targets": "the target records", "outbox": "the outbox",
@@ -115,6 +116,7 @@ def _incident(part: list[Any]) -> Optional[Incident]:
 def _event(item: Any) -> Optional[Event]:
     if (isinstance(item, dict) and _is_count(item.get("seq")) and is_time(item.get("t"))
             and all(isinstance(item.get(key), str) for key in _EVENT_TEXT)
+            and item["action"] in _ACTION_WORDS  # no engine writes another: damage
             and isinstance(item.get("detail", ""), str)):
         return Event.from_json(item)
     return None
@@ -199,7 +201,7 @@ def resend_after_loss(outbox: Outbox, records: dict[str, TargetRecord],
     for target, record in records.items():
         incident = record.incident
         if incident is not None and target not in queued:
-            outbox.append(incident.opened, ALERT, target, incident.status, incident.id)
+            outbox.append(incident.opened, Action.ALERT, target, incident.status, incident.id)
 
 
 def _attempt(item: Any) -> Optional[Attempt]:

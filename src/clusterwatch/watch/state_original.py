@@ -25,9 +25,9 @@ import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from clusterwatch.notify.incident import ALERT, RECOVER, WATCH_ID_BYTES, incident_id
+from clusterwatch.notify.incident import WATCH_ID_BYTES, Action, incident_id
 from clusterwatch.notify.outbox import ChannelState, Outbox
-from clusterwatch.watch.decisions import MISSING, STALE, Incident, TargetRecord
+from clusterwatch.watch.decisions import Incident, Observation, TargetRecord
 from clusterwatch.watch.inventory import GPU_PREFIX
 from clusterwatch.watch.state_codec import Decoded, is_time, quote, resend_after_loss
 
@@ -73,14 +73,14 @@ def decode_original(
     lines_lost = salvaged or len(problems) > before
     outbox = Outbox()
     open_alerts: dict[str, tuple[str, float, str]] = {}  # target: (id, opened, status)
-    seen: set[tuple[float, str, str, str]] = set()
+    seen: set[tuple[float, Action, str, str]] = set()
     for t, action, target, status, given_id in lines:
         # The same line twice is one transition (an alert fires once per incident): sending
         # it again would repeat the alert, or announce a recovery of no incident.
         if (t, action, target, status) in seen:
             continue
         seen.add((t, action, target, status))
-        if action == ALERT:
+        if action is Action.ALERT:
             event_id = given_id or incident_id(target, t, digest_bytes=WATCH_ID_BYTES)
             open_alerts[target] = (event_id, t, status)
         else:
@@ -105,7 +105,8 @@ def decode_original(
     return decoded
 
 
-def _lines(items: Any, problems: list[str]) -> list[tuple[float, str, str, str, Optional[str]]]:
+def _lines(items: Any,
+           problems: list[str]) -> list[tuple[float, Action, str, str, Optional[str]]]:
     if not isinstance(items, list):
         problems.append(f"the undelivered lines {quote(items)} are unreadable: dropped")
         return []
@@ -119,7 +120,7 @@ def _lines(items: Any, problems: list[str]) -> list[tuple[float, str, str, str, 
     return lines
 
 
-def _line(item: Any) -> Optional[tuple[float, str, str, str, Optional[str]]]:
+def _line(item: Any) -> Optional[tuple[float, Action, str, str, Optional[str]]]:
     match = _LINE.fullmatch(item.strip()) if isinstance(item, str) else None
     if match is None:
         return None
@@ -128,7 +129,7 @@ def _line(item: Any) -> Optional[tuple[float, str, str, str, Optional[str]]]:
         t = float(calendar.timegm(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")))
     except ValueError:  # a 13th month, a 61st minute
         return None
-    return t, ALERT if word == "ALERT" else RECOVER, target, status, given_id
+    return t, Action.ALERT if word == "ALERT" else Action.RECOVER, target, status, given_id
 
 
 def _retry_after(value: Any, problems: list[str]) -> float:
@@ -168,7 +169,8 @@ def _record(
             if alerted is not True
             else (float(windows[0]) if windows[0] is not None else now)
         )
-        status = STALE if target.startswith(GPU_PREFIX) else MISSING
+        status = (Observation.STALE if target.startswith(GPU_PREFIX)
+                  else Observation.MISSING).value
         alert = (incident_id(target, opened, digest_bytes=WATCH_ID_BYTES), opened, status)
     record.incident = Incident(id=alert[0], opened=alert[1], status=alert[2])
     return record

@@ -178,7 +178,7 @@ def test_it_sends_again_after_a_crash_between_commit_and_delivery(
         command("evaluate_alarms")
     # Committed before the channel was tried: the alarm and its queued message.
     assert Alarm.objects.filter(closed_at__isnull=True).count() == 1
-    assert [e.action for e in outbox_store.load().pending("slack")] == ["alert"]
+    assert [e.action.value for e in outbox_store.load().pending("slack")] == ["alert"]
     assert slack.requests == []
     monkeypatch.undo()
     command("evaluate_alarms")

@@ -12,9 +12,9 @@ from clusterwatch.monitor.alarms.observation import (
     RuleSettings,
 )
 from clusterwatch.monitor.alarms.rules import KeyFacts, observe_key
-from clusterwatch.monitor.alarms.transitions import UPDATE, OpenAlarm, Transition, decide
+from clusterwatch.monitor.alarms.transitions import Change, OpenAlarm, Transition, decide
 from clusterwatch.monitor.record.host_record import parse_record
-from clusterwatch.notify.incident import ALARM_ID_BYTES, ALERT, RECOVER, incident_id
+from clusterwatch.notify.incident import ALARM_ID_BYTES, incident_id
 from tests.monitor.alarms.support import T0, make_record, volume
 
 DISK = "host_disk_space:pandaharvester01:/data"
@@ -30,7 +30,7 @@ def opened(evidence_at: Optional[float] = T0, detail: str = "d") -> dict[str, Op
 
 def test_it_opens_an_alarm_on_a_firing_observation() -> None:
     (change,) = decide({}, seen(FIRING, T0, "full"), T0 + 5)
-    assert change == Transition(ALERT, DISK, "s", "full",
+    assert change == Transition(Change.ALERT, DISK, "s", "full",
                                 incident_id(DISK, T0 + 5, digest_bytes=ALARM_ID_BYTES), T0)
 
 
@@ -46,7 +46,7 @@ def test_it_holds_an_open_alarm_while_the_condition_holds() -> None:
 
 def test_it_updates_the_message_of_an_open_alarm_without_a_new_incident() -> None:
     (change,) = decide(opened(), seen(FIRING, T0 + 300, "fuller"), T0 + 300)
-    assert (change.action, change.incident, change.detail) == (UPDATE, "abc123", "fuller")
+    assert (change.action, change.incident, change.detail) == (Change.UPDATE, "abc123", "fuller")
     assert change.evidence_at == T0  # still the record that raised it
 
 
@@ -54,12 +54,12 @@ def test_it_recovers_only_on_a_newer_record() -> None:
     assert decide(opened(), seen(CLEAR, T0), T0 + 60) == []  # the same record, read again
     assert decide(opened(), seen(CLEAR, T0 - 60), T0 + 60) == []  # an older (backlog) one
     (change,) = decide(opened(), seen(CLEAR, T0 + 300, "below"), T0 + 300)
-    assert (change.action, change.incident, change.detail) == (RECOVER, "abc123", "below")
+    assert (change.action, change.incident, change.detail) == (Change.RECOVER, "abc123", "below")
 
 
 def test_it_recovers_an_alarm_raised_on_no_record_with_the_first_record() -> None:
     (change,) = decide(opened(evidence_at=None), seen(CLEAR, T0), T0)
-    assert change.action == RECOVER
+    assert change.action == Change.RECOVER
     assert decide(opened(evidence_at=None), seen(CLEAR, None), T0) == []
 
 
@@ -77,13 +77,14 @@ def run(open_alarms: dict[str, OpenAlarm], facts: KeyFacts, now: float) -> list[
 def test_it_freezes_the_other_alarms_of_a_stale_key_and_recovers_them_on_fresh_data() -> None:
     full = make_record(collected_at=T0, volumes={"/data": volume(95.0)})
     first = run({}, KeyFacts("pandaharvester01", parse_record(full), T0), T0)
-    assert [c.action for c in first] == [ALERT]
+    assert [c.action for c in first] == [Change.ALERT]
     open_alarms = {DISK: OpenAlarm(DISK, first[0].incident, first[0].status, first[0].detail,
                                    T0, T0)}
     # An hour later nothing new arrived: the key is stale, the disk alarm stays open.
     later = T0 + 3600
     stale = run(open_alarms, KeyFacts("pandaharvester01", parse_record(full), T0), later)
-    assert [(c.action, c.target) for c in stale] == [(ALERT, "reporter_stale:pandaharvester01")]
+    assert [(c.action, c.target) for c in stale] == [
+        (Change.ALERT, "reporter_stale:pandaharvester01")]
     open_alarms["reporter_stale:pandaharvester01"] = OpenAlarm(
         "reporter_stale:pandaharvester01", stale[0].incident, stale[0].status, stale[0].detail,
         later, T0)
@@ -92,7 +93,7 @@ def test_it_freezes_the_other_alarms_of_a_stale_key_and_recovers_them_on_fresh_d
     back = run(open_alarms, KeyFacts("pandaharvester01", parse_record(emptied), later + 10),
                later + 20)
     assert sorted((c.action, c.target) for c in back) == [
-        (RECOVER, DISK), (RECOVER, "reporter_stale:pandaharvester01")]
+        (Change.RECOVER, DISK), (Change.RECOVER, "reporter_stale:pandaharvester01")]
     reasons = {c.target: c.detail for c in back}
     assert reasons[DISK].endswith("below 90 % again")
     assert reasons["reporter_stale:pandaharvester01"] == (

@@ -21,10 +21,9 @@ from clusterwatch.monitor.alarms import outbox_store, store
 from clusterwatch.monitor.alarms.config import AlarmsConfig
 from clusterwatch.monitor.alarms.lease import Lease
 from clusterwatch.monitor.alarms.rules import observe_all
-from clusterwatch.monitor.alarms.transitions import Transition, decide
+from clusterwatch.monitor.alarms.transitions import Change, Transition, decide
 from clusterwatch.notify.channel import Channel, SendResult
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.incident import ALERT, RECOVER
 from clusterwatch.notify.outbox import deliver
 
 log = logging.getLogger(__name__)
@@ -54,8 +53,8 @@ class RunResult:
             "t": self.t,
             "channels": self.channels,
             "keys": self.keys,
-            "raised": sum(1 for c in self.transitions if c.action == ALERT),
-            "recovered": sum(1 for c in self.transitions if c.action == RECOVER),
+            "raised": sum(1 for c in self.transitions if c.action is Change.ALERT),
+            "recovered": sum(1 for c in self.transitions if c.action is Change.RECOVER),
             "open": self.open_alarms,
             "delivery": {name: result.outcome for name, result in self.delivery.items()},
         }
@@ -103,10 +102,10 @@ def _run(config: AlarmsConfig, channels: Sequence[Channel], clock: Callable[[], 
                       store.firing_events() if new_channel else [])
         store.apply(transitions, now)
         for change in transitions:
-            if change.action in (ALERT, RECOVER):
-                result.events.append(outbox.append(now, change.action, change.target,
-                                                   change.status, change.incident,
-                                                   change.detail))
+            action = change.action.sent_as
+            if action is not None:
+                result.events.append(outbox.append(now, action, change.target, change.status,
+                                                   change.incident, change.detail))
         for event in result.events:
             log.info("%s", event.line())
         firing = store.firing_events()

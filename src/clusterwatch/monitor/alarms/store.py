@@ -8,11 +8,11 @@ from typing import Optional
 
 from clusterwatch.monitor.alarms.observation import split_target
 from clusterwatch.monitor.alarms.rules import KeyFacts
-from clusterwatch.monitor.alarms.transitions import OpenAlarm, Transition
+from clusterwatch.monitor.alarms.transitions import Change, OpenAlarm, Transition
 from clusterwatch.monitor.core.models import Alarm, HostTokenKey, LatestReport, RegisteredHarvester
 from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.incident import ALERT, RECOVER
+from clusterwatch.notify.incident import Action
 
 
 def _utc(t: Optional[float]) -> Optional[dt.datetime]:
@@ -77,13 +77,13 @@ def apply(transitions: Sequence[Transition], now: float) -> None:
     """Write the transitions (inside the caller's transaction)."""
     when = _utc(now)
     for change in transitions:
-        if change.action == ALERT:
+        if change.action is Change.ALERT:
             check, key, _ = split_target(change.target)
             Alarm.objects.create(
                 target=change.target, kind=check, key=key, incident=change.incident,
                 status=change.status, detail=change.detail, opened_at=when,
                 evidence_at=_utc(change.evidence_at), updated_at=when)
-        elif change.action == RECOVER:
+        elif change.action is Change.RECOVER:
             Alarm.objects.filter(incident=change.incident, closed_at__isnull=True).update(
                 closed_at=when, close_detail=change.detail, updated_at=when)
         else:
@@ -94,7 +94,7 @@ def apply(transitions: Sequence[Transition], now: float) -> None:
 def firing_events() -> list[Event]:
     """The alert of every open alarm, as channels that re-state alerts want them."""
     return [
-        Event(0, alarm.opened_at.timestamp(), ALERT, alarm.target, alarm.status,
+        Event(0, alarm.opened_at.timestamp(), Action.ALERT, alarm.target, alarm.status,
               alarm.incident, alarm.detail)
         for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
     ]

@@ -9,14 +9,26 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
 from clusterwatch.monitor.alarms.observation import CLEAR, FIRING, Observation
-from clusterwatch.notify.incident import ALARM_ID_BYTES, ALERT, RECOVER, incident_id
+from clusterwatch.notify.incident import ALARM_ID_BYTES, Action, incident_id
 
-UPDATE = "update"  # the monitor's own: a changed message of an open alarm, never sent
+
+class Change(enum.Enum):
+    """What a run does to one alarm; a sent one's value is its event's action word."""
+
+    ALERT = "alert"  # opens it
+    RECOVER = "recover"  # closes it
+    UPDATE = "update"  # the monitor's own: a changed message of an open alarm, never sent
+
+    @property
+    def sent_as(self) -> Optional[Action]:
+        """The action of the outbox event it queues; None for an update."""
+        return None if self is Change.UPDATE else Action(self.value)
 
 
 @dataclass(frozen=True)
@@ -31,7 +43,7 @@ class OpenAlarm:
 
 @dataclass(frozen=True)
 class Transition:
-    action: str  # ALERT, RECOVER or UPDATE
+    action: Change
     target: str
     status: str
     detail: str
@@ -56,13 +68,13 @@ def decide(
         if seen.state == FIRING:
             if current is None:
                 incident = incident_id(name, now, digest_bytes=ALARM_ID_BYTES)
-                transitions.append(Transition(ALERT, name, seen.status, seen.detail,
+                transitions.append(Transition(Change.ALERT, name, seen.status, seen.detail,
                                               incident, seen.evidence_at))
             elif (seen.status, seen.detail) != (current.status, current.detail):
-                transitions.append(Transition(UPDATE, name, seen.status, seen.detail,
+                transitions.append(Transition(Change.UPDATE, name, seen.status, seen.detail,
                                               current.incident, current.evidence_at))
         elif (seen.state == CLEAR and current is not None
               and is_newer(seen.evidence_at, current.evidence_at)):
-            transitions.append(Transition(RECOVER, name, seen.status, seen.detail,
+            transitions.append(Transition(Change.RECOVER, name, seen.status, seen.detail,
                                           current.incident, seen.evidence_at))
     return transitions
