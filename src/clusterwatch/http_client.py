@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional
 
-from clusterwatch.notify.deadline import (
+from clusterwatch.http_deadline import (
     Deadline,
     DeadlineHTTPConnection,
     DeadlineHTTPSConnection,

@@ -18,7 +18,7 @@ import pytest
 from clusterwatch.http_client import TransportError, request
 from clusterwatch.loopback.dripping_server import DrippingServer
 from clusterwatch.notify import channel as ch
-from clusterwatch.notify import deadline
+from clusterwatch import http_deadline as deadline
 from clusterwatch.notify.alertmanager import AlertmanagerChannel
 from clusterwatch.notify.channel import Channel
 from clusterwatch.notify.slack import SlackWebhook

@@ -7,5 +7,7 @@ another and nothing is dropped without being set aside where an operator can see
 Both alert engines (the pool watch and the monitor's alarms) speak through this package, so
 what they share is defined here once: the transition words and incident ids (`incident`),
 what an HTTP answer means (`answers`), the channel sections of their status views
-(`outbox_status`), and how their TOML file is read (`config_file`, `channel_config`).
+(`outbox_status`), and how their channels are configured (`channel_config`). Outbound HTTP
+(`clusterwatch.http_client` with `clusterwatch.http_deadline`) and TOML reading
+(`clusterwatch.toml_file`) are top-level helpers, since the monitor's features use them too.
 """

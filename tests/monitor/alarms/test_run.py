@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from clusterwatch import http_client as notify_http
+from clusterwatch import http_client
 from clusterwatch.loopback.http_recorder import HttpRecorder, SlackResponses, fake_slack
 from clusterwatch.monitor.alarms import outbox_store
 from clusterwatch.monitor.alarms import run as alarm_run
@@ -169,11 +169,11 @@ class SimulatedCrash(BaseException):
 def test_it_sends_again_after_a_crash_between_commit_and_delivery(
     alarms_toml: Path, slack: HttpRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(*args: object) -> notify_http.HttpResponse:
+    def crash(*args: object) -> http_client.HttpResponse:
         raise SimulatedCrash
 
     put("pandaharvester01", ssl_failing(collected_at=fresh()))
-    monkeypatch.setattr(notify_http, "post", crash)
+    monkeypatch.setattr(http_client, "post", crash)
     with pytest.raises(SimulatedCrash):
         command("evaluate_alarms")
     # Committed before the channel was tried: the alarm and its queued message.

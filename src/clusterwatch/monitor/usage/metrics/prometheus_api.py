@@ -2,7 +2,7 @@
 VictoriaMetrics), over the project's one outbound HTTP seam.
 
 Each request has one deadline for the whole exchange (clusterwatch.http_client uses
-notify.deadline): a server that trickles its answer cannot hold a page longer than the
+http_deadline): a server that trickles its answer cannot hold a page longer than the
 timeout. Every way it can fail is a PrometheusError with a short `kind`; no message quotes
 the base URL, which may carry credentials.
 """

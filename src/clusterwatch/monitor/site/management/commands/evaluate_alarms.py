@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from clusterwatch import http_client as notify_http
+from clusterwatch import http_client
 from clusterwatch.errors import EXIT_CONFIG, ConfigError
 from clusterwatch.monitor.alarms.config import load_config
 from clusterwatch.monitor.alarms.lease import LeaseBusy
@@ -37,7 +37,7 @@ class Command(BaseCommand):
         try:
             config = load_config(path, settings.REPORT_INTERVAL_S)
             # The seam is looked up now, not bound at import: tests substitute it.
-            channels = build_channels(config.channels, notify_http.post, ALERTNAME)
+            channels = build_channels(config.channels, http_client.post, ALERTNAME)
         except ConfigError as exc:
             raise CommandError(str(exc), returncode=EXIT_CONFIG) from None
         if not config.found:
