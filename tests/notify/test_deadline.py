@@ -15,10 +15,10 @@ from typing import Callable
 
 import pytest
 
+from clusterwatch import http_deadline as deadline
 from clusterwatch.http_client import TransportError, request
 from clusterwatch.loopback.dripping_server import DrippingServer
 from clusterwatch.notify import channel as ch
-from clusterwatch import http_deadline as deadline
 from clusterwatch.notify.alertmanager import AlertmanagerChannel
 from clusterwatch.notify.channel import Channel
 from clusterwatch.notify.slack import SlackWebhook

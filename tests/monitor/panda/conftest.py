@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from clusterwatch import http_deadline as deadline
 from clusterwatch.loopback.fake_iri import FakeIri
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
-from clusterwatch import http_deadline as deadline
 from tests.components import need_binary
 from tests.monitor.panda.iri_support import CONFIG, CONFIG_PATH, RESOURCE, TOKEN
 from tests.monitor.panda.job_tables import create_job_tables
