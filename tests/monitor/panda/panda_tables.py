@@ -24,7 +24,7 @@ from psycopg import sql
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from clusterwatch.monitor.panda.remote.builder import ServerRows
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 
 SCHEMA = "doma_panda"
 DDL = """

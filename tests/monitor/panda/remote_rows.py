@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from clusterwatch.monitor.ingest.validation import checkers
 from clusterwatch.monitor.panda.remote.builder import ServerRows, build_record
-from clusterwatch.monitor.panda.remote.server_rows import (
+from clusterwatch.monitor.panda.server_rows import (
     DialogRow,
     InstanceRow,
     MetricsRow,

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from clusterwatch.monitor.panda.panda_job_truth import JobRow, job_truth
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed, columns
+from clusterwatch.monitor.panda.server_rows import SourceFailed, columns
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 NEVER = dt.datetime(1970, 1, 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 from clusterwatch.monitor.panda import image_demand
 from clusterwatch.monitor.panda import panda_job_rows as job_rows
 from clusterwatch.monitor.panda.panda_job_truth import JOB_TABLES, JobRow
-from clusterwatch.monitor.panda.remote.server_rows import columns
+from clusterwatch.monitor.panda.server_rows import columns
 from tests.benchmark_module import load_benchmark
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "monitor.md"

@@ -13,10 +13,10 @@ import pytest
 
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.loopback.services import free_port
-from clusterwatch.monitor.panda.remote import panda_db
+from clusterwatch.monitor.panda import panda_db
+from clusterwatch.monitor.panda.panda_db import connect, read_server_rows
 from clusterwatch.monitor.panda.remote.builder import build_record
-from clusterwatch.monitor.panda.remote.panda_db import connect, read_server_rows
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 from tests.monitor.panda.panda_tables import fill, fresh_database, superuser
 from tests.monitor.panda.remote_rows import (
     EPIC,

@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 from clusterwatch.monitor.panda.remote.dialogs import KINDS_KEPT, dialogs_section
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 from tests.monitor.panda.remote_rows import EPIC, GPU, HARVESTER, NOW, ago, dialog, naive
 
 QUEUES = (EPIC, GPU, "BNL_OSG_EPIC_PROD_1", "CERN-PROD-1", "CERN-PROD-2")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from clusterwatch.monitor.panda.remote.limits import launch_limits, queue_status
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.reporter.queue_config import MANDATORY_SECTIONS, parse_queue_config
 from tests.monitor.panda.remote_rows import (
     EPIC,

@@ -11,7 +11,7 @@ import pytest
 
 from clusterwatch.monitor.panda.remote.builder import build_record
 from clusterwatch.monitor.panda.remote.metrics import parse_metrics
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 from tests.monitor.panda.remote_rows import (
     EPIC,
     HARVESTER,

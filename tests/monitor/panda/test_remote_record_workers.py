@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
 from clusterwatch.monitor.panda.remote.workers import LIVE_FOR, summarise_workers
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.reporter.harvester_db import CANDIDATE_LIMIT
 from tests.monitor.panda.remote_rows import (
     EPIC,

@@ -18,7 +18,7 @@ from clusterwatch.monitor.panda.iri.errors import IriError
 from clusterwatch.monitor.panda.panda_settings import panda_database
 from clusterwatch.monitor.panda.remote.metrics import parse_metrics
 from clusterwatch.monitor.panda.remote.run import _from_file, store
-from clusterwatch.monitor.panda.remote.server_rows import SourceFailed
+from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.reporter.queue_config_file import QueueConfigError, decode_queue_config
 from tests.monitor.records import KEY, example
 from tests.support.monitor_console import CLUSTERWATCH, console_environ, copy_migrated

@@ -1,12 +1,11 @@
-"""The PanDA server's view (issue 12): what the monitor learns from the PanDA server and the
+"""The PanDA server's view: what the monitor learns from the PanDA server's database and the
 sites around it, for harvesters that no reporter can run beside (Perlmutter's, under PanDA
-operations' account at NERSC).
+operations' account at NERSC), and for the pages that ask the server about a PanDA job.
 
-So far: the NERSC IRI API client that reads a remote file, the queue configuration
-(`iri_client`, its errors in `iri_errors`, its settings in `iri_settings`), and the remote
-harvester's host record built from the PanDA server's harvester tables (`remote_record`,
-pure over the rows of `server_rows`, with `remote_instance`, `remote_workers`,
-`remote_limits`, `remote_dialogs`, `remote_metrics` and `remote_times`). No Django here:
-these modules are plain adapters and pure functions that take their environment as
-parameters.
+Here: the server's database as the monitor reads it (`panda_settings`, `panda_db`, its rows in
+`server_rows`), the job page's section on a PanDA job (`panda_job_rows`, `panda_job_truth`),
+and the image-demand API (`image_demand`, `image_demand_views`). Below them, `remote/` builds
+the host record of a remote harvester from the server's harvester tables, and `iri/` reads its
+queue configuration through the NERSC IRI API. `remote/` imports this package's modules, never
+the reverse; the record is stored through `ingest` (an edge docs/architecture.md lists).
 """

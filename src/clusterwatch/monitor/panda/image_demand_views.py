@@ -18,8 +18,8 @@ from django.views.decorators.http import require_safe
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.panda.image_demand import BadParameter, image_demand, slot_of
+from clusterwatch.monitor.panda.panda_db import _failure
 from clusterwatch.monitor.panda.panda_settings import panda_database
-from clusterwatch.monitor.panda.remote.panda_db import _failure
 from clusterwatch.monitor.usage.web.access import asker
 from clusterwatch.monitor.usage.web.answers import LOGIN_NEEDED, json_error
 from clusterwatch.monitor.usage.web.list_params import reads_dates

@@ -18,10 +18,10 @@ import psycopg
 from psycopg import sql
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.panda.panda_db import _failure, connect
 from clusterwatch.monitor.panda.panda_job_truth import JOB_TABLES, JobRow, JobTruth, job_truth
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase, panda_database
-from clusterwatch.monitor.panda.remote.panda_db import _failure, connect
-from clusterwatch.monitor.panda.remote.server_rows import Rows, columns
+from clusterwatch.monitor.panda.server_rows import Rows, columns
 
 PAGE_STATEMENT_TIMEOUT_MS = 5_000
 BIGINT_MAX = 2**63 - 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Optional, TypedDict
 
 from clusterwatch.monitor.core.stamps import Stamp, stamp
-from clusterwatch.monitor.panda.remote.server_rows import Rows, SourceFailed
+from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed
 
 JOB_TABLES = ("jobsdefined4", "jobsactive4", "jobsarchived4")
 WAITING_FOR_A_PILOT = "activated"  # the status a harvester's fetch takes jobs from

@@ -24,7 +24,9 @@ from clusterwatch.monitor.panda.remote.limits import (
     queue_status,
 )
 from clusterwatch.monitor.panda.remote.metrics import NO_HOST, service_metrics
-from clusterwatch.monitor.panda.remote.server_rows import (
+from clusterwatch.monitor.panda.remote.times import clock, seconds, utc_text
+from clusterwatch.monitor.panda.remote.workers import summarise_workers
+from clusterwatch.monitor.panda.server_rows import (
     DialogRow,
     InstanceRow,
     MetricsRow,
@@ -33,8 +35,6 @@ from clusterwatch.monitor.panda.remote.server_rows import (
     WorkerRow,
     WorkerStatsRow,
 )
-from clusterwatch.monitor.panda.remote.times import clock, seconds, utc_text
-from clusterwatch.monitor.panda.remote.workers import summarise_workers
 from clusterwatch.reporter.monitor_surface import SCHEMA_VERSION
 
 BUILDER_VERSION = f"remote-builder {__version__}"

@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote.server_rows import DialogRow, Rows, SourceFailed
 from clusterwatch.monitor.panda.remote.times import latest_per, server_time, utc_text
+from clusterwatch.monitor.panda.server_rows import DialogRow, Rows, SourceFailed
 
 WINDOW = dt.timedelta(hours=24)
 LEVELS = ("ERROR", "WARNING")

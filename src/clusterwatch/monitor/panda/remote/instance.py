@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from clusterwatch.monitor.panda.remote.server_rows import InstanceRow, Rows, SourceFailed
 from clusterwatch.monitor.panda.remote.times import latest_per, seconds, utc_text
+from clusterwatch.monitor.panda.server_rows import InstanceRow, Rows, SourceFailed
 
 
 def instance_section(harvester_id: str, rows: Rows[InstanceRow], now: dt.datetime,

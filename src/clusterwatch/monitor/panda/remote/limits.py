@@ -21,8 +21,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
-from clusterwatch.monitor.panda.remote.server_rows import Rows, SourceFailed, WorkerStatsRow
 from clusterwatch.monitor.panda.remote.times import server_time, utc_text
+from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed, WorkerStatsRow
 from clusterwatch.reporter.monitor_surface import (
     FATAL,
     EffectiveQueue,

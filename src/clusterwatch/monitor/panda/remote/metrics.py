@@ -17,8 +17,8 @@ from typing import Any, Optional
 
 from clusterwatch.monitor.ingest.body import parse_object
 from clusterwatch.monitor.ingest.errors import Rejection
-from clusterwatch.monitor.panda.remote.server_rows import MetricsRow, Rows, SourceFailed
 from clusterwatch.monitor.panda.remote.times import latest_per, seconds, server_time, utc_text
+from clusterwatch.monitor.panda.server_rows import MetricsRow, Rows, SourceFailed
 from clusterwatch.reporter.monitor_surface import json_kind
 
 NO_HOST = "(null)"

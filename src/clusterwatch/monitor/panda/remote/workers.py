@@ -30,8 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from clusterwatch.monitor.panda.remote.server_rows import Rows, SourceFailed, WorkerRow
 from clusterwatch.monitor.panda.remote.times import latest_per, server_time, utc_text, within
+from clusterwatch.monitor.panda.server_rows import Rows, SourceFailed, WorkerRow
 from clusterwatch.reporter.monitor_surface import (
     CANDIDATE_LIMIT,
     CANDIDATE_WINDOW_S,

@@ -2,7 +2,7 @@
 names the columns (PostgreSQL, lower case; PanDAWMS/panda-database `pg_PANDA_TABLE.sql`),
 and what a source gives when it could not be read.
 
-The remote harvester builder (`remote_record`) is pure over these rows; the adapter that
+The remote harvester builder (`remote.builder`) is pure over these rows; the adapter that
 reads them selects `columns(Row)` in that order, so a table and its row shape cannot drift
 apart. Timestamps are `timestamp` columns without a zone that the server writes in UTC (its
 connection runs `SET timezone=0`): a row holds them as naive datetimes meaning UTC (an aware

@@ -1,4 +1,4 @@
-"""The rows `remote_record.build_record` needs, read from the PanDA server's database.
+"""The rows `remote.builder.build_record` needs, read from the PanDA server's database.
 
 Read-only three times over: the session's transactions default to READ ONLY (`SET SESSION
 CHARACTERISTICS`), the one transaction every table is read in is opened READ ONLY
@@ -27,7 +27,8 @@ from psycopg.rows import dict_row
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase
 from clusterwatch.monitor.panda.remote.builder import ServerRows
 from clusterwatch.monitor.panda.remote.dialogs import WINDOW as DIALOG_WINDOW
-from clusterwatch.monitor.panda.remote.server_rows import (
+from clusterwatch.monitor.panda.remote.times import server_time
+from clusterwatch.monitor.panda.server_rows import (
     DialogRow,
     InstanceRow,
     MetricsRow,
@@ -37,7 +38,6 @@ from clusterwatch.monitor.panda.remote.server_rows import (
     WorkerStatsRow,
     columns,
 )
-from clusterwatch.monitor.panda.remote.times import server_time
 from clusterwatch.reporter.monitor_surface import CANDIDATE_WINDOW_S, LIVE_STATUSES
 
 CONNECT_TIMEOUT_S = 10
