@@ -12,6 +12,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from clusterwatch.monitor.core.record_keys import KEY_PATTERN
+
 
 class HostToken(models.Model):
     """A reporter's credential. Only a lookup prefix and a SHA-256 digest are stored."""
@@ -173,9 +175,9 @@ class RegisteredHarvester(models.Model):
     alarms, `list_harvesters --remote` for the remote builder) takes the same rows.
     """
 
-    # The ingest's key rule (ingest.tokens.KEY_RE), so the admin refuses what ingest would.
+    # The key rule (core.record_keys), so the admin refuses what ingest would.
     key = models.CharField(max_length=128, primary_key=True, validators=[RegexValidator(
-        r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z", "letters, digits, '.', '_' and '-' only, "
+        rf"\A{KEY_PATTERN}\Z", "letters, digits, '.', '_' and '-' only, "
         "starting with a letter or digit")])
     # Its record is built by the monitor from the PanDA server (remote_harvester_report).
     remote = models.BooleanField(default=False)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from clusterwatch.monitor.core.models import RegisteredHarvester
-from clusterwatch.monitor.ingest.tokens import valid_key
+from clusterwatch.monitor.core.record_keys import valid_key
 
 
 @dataclass(frozen=True)

@@ -1,51 +1,37 @@
-"""Host tokens: made random, shown once, stored as a lookup prefix and a SHA-256 digest.
+"""Host tokens: a reporter's credential, bound to the keys it may write.
 
-A token looks like `cwh_Ab3dE6gH_<43 url-safe characters>`: `cwh_Ab3dE6gH` is its prefix,
-stored in clear to find the row and to name the token in listings and revocation; the rest
-carries 256 random bits. Plain SHA-256 is enough at rest because the token is random (no
-dictionary to try, so no need for a slow password hash); the comparison is constant-time.
-The token text itself is never stored, logged or put in an exception message.
+`cwh_Ab3dE6gH_<43 url-safe characters>`, made random, shown once, stored as its prefix
+(`cwh_Ab3dE6gH`) and a SHA-256 digest: the form and the primitives are the kernel's
+(`clusterwatch.monitor.core.tokens`), shared with the API tokens. The token text itself is
+never stored, logged or put in an exception message.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
-import string
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from clusterwatch.monitor.core import tokens as primitives
 from clusterwatch.monitor.core.models import HostToken, HostTokenKey
+from clusterwatch.monitor.core.record_keys import KEY_RE, valid_key
+from clusterwatch.monitor.core.tokens import digest, matches
+
+__all__ = ["KEY_RE", "SCHEME", "TOKEN_RE", "authenticate", "create", "describe_keys", "digest",
+           "find", "from_header", "generate", "keys_of", "matches", "normal_prefix",
+           "prefix_of", "revoke", "valid_key"]
 
 SCHEME = "cwh_"
-PREFIX_CHARS = 8
-SECRET_BYTES = 32
-_ALPHABET = string.ascii_letters + string.digits
-TOKEN_RE = re.compile(r"(cwh_[A-Za-z0-9]{8})_[A-Za-z0-9_-]{43}")
+TOKEN_RE = primitives.token_pattern(SCHEME)
 PREFIX_RE = re.compile(r"(?:cwh_)?([A-Za-z0-9]{8})")
-KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _HEADER_SCHEMES = ("token", "bearer")
-# Compared against when no row has the prefix, so that an unknown prefix costs the same work.
-_UNKNOWN_DIGEST = hashlib.sha256(b"no such token").hexdigest()
 
 
-def digest(token: str) -> str:
-    return hashlib.sha256(token.encode("ascii")).hexdigest()
-
-
-def generate(scheme: str = SCHEME) -> tuple[str, str]:
-    """(token, prefix) for a new token of `scheme` (the usage API's tokens are `cwu_`)."""
-    prefix = scheme + "".join(secrets.choice(_ALPHABET) for _ in range(PREFIX_CHARS))
-    return f"{prefix}_{secrets.token_urlsafe(SECRET_BYTES)}", prefix
-
-
-def valid_key(key: str) -> bool:
-    return KEY_RE.fullmatch(key) is not None
+def generate() -> tuple[str, str]:
+    """(token, prefix) for a new host token."""
+    return primitives.generate(SCHEME)
 
 
 def prefix_of(token: str) -> Optional[str]:
@@ -62,18 +48,7 @@ def normal_prefix(text: str) -> Optional[str]:
 
 def from_header(value: Optional[str]) -> Optional[str]:
     """The token of `Token <t>` or `Bearer <t>` (scheme in any case); None otherwise."""
-    return credential_of(value, _HEADER_SCHEMES, TOKEN_RE)
-
-
-def credential_of(value: Optional[str], schemes: Sequence[str],
-                  token_re: re.Pattern[str]) -> Optional[str]:
-    """The credential of an Authorization header value `<scheme> <credential>` whose scheme
-    (any case) is one of `schemes` and whose credential matches `token_re`; None otherwise."""
-    scheme, _, credential = (value or "").strip().partition(" ")
-    credential = credential.strip()
-    if scheme.lower() not in schemes or not token_re.fullmatch(credential):
-        return None
-    return credential
+    return primitives.credential_of(value, _HEADER_SCHEMES, TOKEN_RE)
 
 
 def create(keys: Sequence[str], note: str = "") -> tuple[HostToken, str]:
@@ -81,18 +56,15 @@ def create(keys: Sequence[str], note: str = "") -> tuple[HostToken, str]:
     bad = [key for key in keys if not valid_key(key)]
     if bad or not keys:
         raise ValueError(f"not a valid key: {bad[0]!r}" if bad else "no key given")
-    for _ in range(5):
-        token, prefix = generate()
-        try:
-            with transaction.atomic():
-                row = HostToken.objects.create(prefix=prefix, digest=digest(token),
-                                               note=note[:200])
-                HostTokenKey.objects.bulk_create(
-                    [HostTokenKey(token=row, key=key) for key in dict.fromkeys(keys)])
-        except IntegrityError:  # the prefix is taken: 62**8 makes this rare
-            continue
-        return row, token
-    raise RuntimeError("could not find a free token prefix")
+
+    def store(prefix: str, token_digest: str) -> HostToken:
+        row: HostToken = HostToken.objects.create(prefix=prefix, digest=token_digest,
+                                                  note=note[:200])
+        HostTokenKey.objects.bulk_create(
+            [HostTokenKey(token=row, key=key) for key in dict.fromkeys(keys)])
+        return row
+
+    return primitives.issue(SCHEME, store)
 
 
 def authenticate(token: str) -> Optional[HostToken]:
@@ -101,15 +73,10 @@ def authenticate(token: str) -> Optional[HostToken]:
     if prefix is None:
         return None
     row: Optional[HostToken] = HostToken.objects.filter(prefix=prefix).first()
-    found = matches(row.digest if row is not None else _UNKNOWN_DIGEST, token)
+    found = matches(row.digest if row is not None else None, token)
     if row is None or not found or row.revoked_at is not None:
         return None
     return row
-
-
-def matches(stored_digest: str, token: str) -> bool:
-    """Whether `token` hashes to `stored_digest`, compared in constant time."""
-    return hmac.compare_digest(stored_digest.encode("ascii"), digest(token).encode("ascii"))
 
 
 def revoke(row: HostToken) -> bool:

@@ -7,32 +7,21 @@ ever accepted where the other is expected.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from clusterwatch.monitor.ingest.tokens import credential_of, digest, generate, matches
+from clusterwatch.monitor.core.tokens import credential_of, issue, matches, token_pattern
 from clusterwatch.monitor.usage.models import UsageApiToken
 
 SCHEME = "cwu_"
-TOKEN_RE = re.compile(r"(cwu_[A-Za-z0-9]{8})_[A-Za-z0-9_-]{43}")
-_UNKNOWN_DIGEST = digest("no such usage token")
+TOKEN_RE = token_pattern(SCHEME)
 
 
 def create(user: Any, note: str = "") -> tuple[UsageApiToken, str]:
     """A new token acting as `user`; its text is returned once and never kept."""
-    for _ in range(5):
-        token, prefix = generate(SCHEME)
-        try:
-            with transaction.atomic():
-                row = UsageApiToken.objects.create(user=user, prefix=prefix,
-                                                   digest=digest(token), note=note[:200])
-        except IntegrityError:  # the prefix is taken
-            continue
-        return row, token
-    raise RuntimeError("could not find a free token prefix")
+    return issue(SCHEME, lambda prefix, digest: UsageApiToken.objects.create(
+        user=user, prefix=prefix, digest=digest, note=note[:200]))
 
 
 def from_header(value: Optional[str]) -> Optional[str]:
@@ -46,7 +35,7 @@ def authenticate(token: str) -> Optional[Any]:
     if match is None:
         return None
     row = UsageApiToken.objects.select_related("user").filter(prefix=match.group(1)).first()
-    found = matches(row.digest if row is not None else _UNKNOWN_DIGEST, token)
+    found = matches(row.digest if row is not None else None, token)
     if row is None or not found or row.revoked_at is not None or not row.user.is_active:
         return None
     UsageApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
