@@ -111,9 +111,9 @@ def keep_summaries(records: Sequence[Any], fraction: float, rng: random.Random) 
     """Kept summaries of `fraction` of the ended jobs, as the poller leaves them: measured,
     and a third of them with the warnings a wasteful job gets."""
     from clusterwatch.monitor.usage.analysis.figures import analyse
+    from clusterwatch.monitor.usage.analysis.summary_json import usage_document
     from clusterwatch.monitor.usage.analysis.thresholds import DEFAULTS
     from clusterwatch.monitor.usage.models import KeptSummary
-    from clusterwatch.monitor.usage.summary_json import usage_document
 
     rows = []
     for record in records:

@@ -55,12 +55,12 @@ import reportlab
 from clusterwatch.monitor.usage.accounting.interface import JobRecord
 from clusterwatch.monitor.usage.analysis.figures import analyse
 from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, usage_document
 from clusterwatch.monitor.usage.metrics.prometheus_api import Point, Series
 from clusterwatch.monitor.usage.metrics.series import SPECS, JobSeries, choose_step
 from clusterwatch.monitor.usage.rendering.pdf import render_pdf
 from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS
 from clusterwatch.monitor.usage.rendering.plots import render_pie, render_plot
-from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
 
 GiB = 1024**3
 START = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)

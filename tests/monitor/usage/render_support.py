@@ -13,9 +13,9 @@ from matplotlib.lines import Line2D
 from clusterwatch.monitor.usage.accounting.interface import JobRecord
 from clusterwatch.monitor.usage.analysis.figures import analyse
 from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, usage_document
 from clusterwatch.monitor.usage.metrics.prometheus_api import Series
 from clusterwatch.monitor.usage.metrics.series import JobSeries
-from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
 from tests.monitor.usage.usage_support import START, STEP
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

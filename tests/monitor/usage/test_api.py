@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from clusterwatch.monitor.usage.analysis.summary_json import USAGE_KEYS
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.summary_json import USAGE_KEYS
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.site import GiB, UsageSite
 

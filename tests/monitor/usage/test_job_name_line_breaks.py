@@ -15,7 +15,7 @@ from django.utils import timezone as django_timezone
 
 from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 from clusterwatch.monitor.usage.accounting.sacct_parse import find_job, parse_sacct
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
 from clusterwatch.monitor.usage.mail.delivery import deliver_due
 from clusterwatch.monitor.usage.mail.poll import poll

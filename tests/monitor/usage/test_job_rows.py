@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.rendering.figures_text import (
     figure_lines,
     figure_value,
     jobid_order,
 )
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.monitor.usage.web.job_rows import (
     COLUMNS,
     job_row,
@@ -26,7 +26,7 @@ from tests.monitor.usage.usage_support import record
 
 def document(jobid: str, **figures: Any) -> UsageDocument:
     from clusterwatch.monitor.usage.analysis.figures import analyse
-    from clusterwatch.monitor.usage.summary_json import usage_document
+    from clusterwatch.monitor.usage.analysis.summary_json import usage_document
 
     base = dict(usage_document(record(jobid=jobid), analyse(record(jobid=jobid), None), ()))
     base.update(figures)

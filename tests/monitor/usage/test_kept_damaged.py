@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.monitor.usage.analysis.summary_json import kept_document
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.summary_json import kept_document
 from tests.monitor.usage.page_support import client_of
 from tests.monitor.usage.site import UsageSite
 

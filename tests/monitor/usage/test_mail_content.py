@@ -11,10 +11,10 @@ import pytest
 
 from clusterwatch.monitor.usage.analysis.figures import analyse
 from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, usage_document
 from clusterwatch.monitor.usage.mail.content import one_line, subject_of
 from clusterwatch.monitor.usage.mail.message import build_message, compose, describe
 from clusterwatch.monitor.usage.metrics.series import JobSeries
-from clusterwatch.monitor.usage.summary_json import UsageDocument, usage_document
 from tests.monitor.usage.usage_support import START, GiB, good_series, job_series, one, record
 
 BASE = "https://monitor.example.org"

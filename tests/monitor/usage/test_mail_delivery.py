@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
 from clusterwatch.monitor.usage.mail.delivery import deliver, deliver_due

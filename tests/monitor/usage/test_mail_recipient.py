@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.mail.poll import poll
 from clusterwatch.monitor.usage.mail.recipient import greeting_name, recipient_for

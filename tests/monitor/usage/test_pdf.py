@@ -12,10 +12,10 @@ from typing import Optional
 import pytest
 from PIL import Image
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.rendering.pdf import render_pdf
 from clusterwatch.monitor.usage.rendering.plot_metrics import measured_metrics
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from tests.components import need_binary
 from tests.monitor.usage.render_support import document_of
 from tests.monitor.usage.usage_support import GiB, MiB, good_series, one, record

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.prometheus_api import Series
 from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, UnknownMetric
@@ -19,7 +20,6 @@ from clusterwatch.monitor.usage.rendering.plots import (
     render_pie,
     render_plot,
 )
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from tests.monitor.usage.render_support import (
     curves,
     document_of,

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from clusterwatch.monitor.usage.analysis.figures import analyse
 from clusterwatch.monitor.usage.analysis.readings import MAX_BYTES, MAX_CPUS, MAX_TASKS, screened
 from clusterwatch.monitor.usage.analysis.rules import check
+from clusterwatch.monitor.usage.analysis.summary_json import usage_document
 from clusterwatch.monitor.usage.metrics.prometheus_api import Series, query_range
-from clusterwatch.monitor.usage.summary_json import usage_document
 from tests.monitor.usage.prometheus_range import RangePrometheus
 from tests.monitor.usage.usage_support import START, GiB, good_series, one, record
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.rendering import cache as render_cache
 from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.rendering.cache import RenderCache, RenderKey, render_key
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from tests.monitor.usage.render_support import PNG_SIGNATURE, document_of, span_series
 from tests.monitor.usage.usage_support import HOUR, good_series, record
 

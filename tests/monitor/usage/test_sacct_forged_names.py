@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone as django_timezone
 
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.mail.poll import poll
 from clusterwatch.monitor.usage.models import UsageMail
 from tests.monitor.usage.mail_support import MailSite, sender

@@ -4,7 +4,7 @@ import json
 
 from clusterwatch.monitor.usage.analysis.figures import analyse
 from clusterwatch.monitor.usage.analysis.rules import check
-from clusterwatch.monitor.usage.summary_json import USAGE_KEYS, usage_document
+from clusterwatch.monitor.usage.analysis.summary_json import USAGE_KEYS, usage_document
 from tests.monitor.usage.usage_support import GiB, MiB, good_series, one, record
 
 # The interface: scripts and tests rely on these keys being there.

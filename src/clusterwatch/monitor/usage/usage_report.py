@@ -22,19 +22,19 @@ from clusterwatch.monitor.usage.accounting.interface import (
     UnknownJob,
     check_jobid,
 )
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.analysis import rules
 from clusterwatch.monitor.usage.analysis.figures import analyse
+from clusterwatch.monitor.usage.analysis.summary_json import (
+    UsageDocument,
+    kept_document,
+    usage_document,
+)
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
 from clusterwatch.monitor.usage.metrics.prometheus_api import PrometheusError
 from clusterwatch.monitor.usage.metrics.series import JobSeries, fetch_job_series
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, measured_metrics
-from clusterwatch.monitor.usage.summary_json import (
-    UsageDocument,
-    kept_document,
-    usage_document,
-)
 
 SERIES_GONE = ("The series of this job are gone: Prometheus' retention has dropped them. "
                "The figures were kept when the job ended.")

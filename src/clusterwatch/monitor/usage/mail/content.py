@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, cast
 
 from clusterwatch.monitor.core.humanize import duration_text
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.rendering.figures_text import (
     figure_lines,
     moment_text,
@@ -22,7 +23,6 @@ from clusterwatch.monitor.usage.rendering.figures_text import (
 )
 from clusterwatch.monitor.usage.rendering.shown_text import one_line
 from clusterwatch.monitor.usage.rendering.summary_rows import SummaryRow, summary_rows
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 NAME_LIMIT = 60  # characters of a job name in the subject and the text
 # one_line (shown_text) makes user-written text (a job name, a first name) safe for a header

@@ -23,7 +23,7 @@ from clusterwatch.monitor.usage.accounting.interface import (
     AccountingError,
     UnknownJob,
 )
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
 from clusterwatch.monitor.usage.mail.connection import SmtpLink

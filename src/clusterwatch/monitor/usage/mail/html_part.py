@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from html import escape
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, WarningDocument
 from clusterwatch.monitor.usage.mail.content import links, opening, subject_of
 from clusterwatch.monitor.usage.rendering.figures_text import figure_lines, warning_title
 from clusterwatch.monitor.usage.rendering.shown_text import one_line
 from clusterwatch.monitor.usage.rendering.summary_rows import summary_rows
-from clusterwatch.monitor.usage.summary_json import UsageDocument, WarningDocument
 
 _BODY = ("margin:0;padding:16px;background:#ffffff;color:#1c2128;"
          "font:15px/1.45 Arial,Helvetica,sans-serif")

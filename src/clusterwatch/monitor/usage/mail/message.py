@@ -12,9 +12,9 @@ from typing import Any, Optional
 
 from django.core.mail import EmailMultiAlternatives
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.mail.content import MailContent, subject_of, text_part
 from clusterwatch.monitor.usage.mail.html_part import html_body, html_part
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 PDF_TYPE = "application/pdf"
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 POOL_FROM = 8  # below this, starting interpreters (about 1 s each) costs more than it saves

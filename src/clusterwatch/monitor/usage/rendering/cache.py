@@ -27,8 +27,8 @@ import matplotlib
 import reportlab
 
 from clusterwatch.atomic_write import write_atomically
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.regular_file import NotRegularFile, read_regular
 
 # Bump when the drawings change, so images drawn by an older version are not served.

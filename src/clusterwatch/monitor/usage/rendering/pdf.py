@@ -34,6 +34,7 @@ from reportlab.platypus import (
 )
 from reportlab.platypus.flowables import Flowable
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.rendering.figures_text import (
     figure_lines,
@@ -43,7 +44,6 @@ from clusterwatch.monitor.usage.rendering.figures_text import (
 from clusterwatch.monitor.usage.rendering.plots import measured_figures, pie_figure, unplotted
 from clusterwatch.monitor.usage.rendering.shown_text import shown
 from clusterwatch.monitor.usage.rendering.summary_rows import memory_sentence, summary_rows
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 MARGIN = 2 * cm
 WIDTH = A4[0] - 2 * MARGIN

@@ -17,11 +17,11 @@ from typing import Optional
 
 from clusterwatch.monitor.core.humanize import size_text
 from clusterwatch.monitor.usage.analysis import readings
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.analysis.timeseries import cumulative, rate, sum_by_time
 from clusterwatch.monitor.usage.metrics.prometheus_api import Point, Series
 from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.rendering import plot_units
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 
 class UnknownMetric(ValueError):

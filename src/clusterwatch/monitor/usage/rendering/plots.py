@@ -23,6 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from clusterwatch.monitor.usage.analysis import readings
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.rendering import plot_units
 from clusterwatch.monitor.usage.rendering.plot_metrics import (
@@ -33,7 +34,6 @@ from clusterwatch.monitor.usage.rendering.plot_metrics import (
     metric_curves,
     resolve_metric,
 )
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 PLOT_SIZE_IN = (8.0, 3.6)
 PIE_SIZE_IN = (6.0, 4.0)

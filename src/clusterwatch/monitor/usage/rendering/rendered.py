@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Optional
 
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.monitor.usage.rendering.cache import RenderCache, RenderKey, render_key
 from clusterwatch.monitor.usage.rendering.pdf import render_pdf
 from clusterwatch.monitor.usage.rendering.plot_metrics import resolve_metric, series_keys
 from clusterwatch.monitor.usage.rendering.plots import render_pie, render_plot
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 
 def plot_png(cache: Optional[RenderCache], document: UsageDocument,

@@ -11,7 +11,7 @@ from typing import Optional
 
 from clusterwatch.monitor.core.humanize import duration_text, size_text
 from clusterwatch.monitor.usage.analysis.figures import ACCOUNTING
-from clusterwatch.monitor.usage.summary_json import UsageDocument
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 
 NOT_MEASURED = "not measured"
 

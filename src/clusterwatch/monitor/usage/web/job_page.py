@@ -12,6 +12,7 @@ from typing import Optional
 
 from clusterwatch.monitor.core.humanize import duration_text, size_text
 from clusterwatch.monitor.usage.analysis.figures import ACCOUNTING
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.rendering.figures_text import (
     figure_lines,
     moment_text,
@@ -21,7 +22,6 @@ from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, measured_
 from clusterwatch.monitor.usage.rendering.plots import DPI, PIE_SIZE_IN, PLOT_SIZE_IN
 from clusterwatch.monitor.usage.rendering.shown_text import shown
 from clusterwatch.monitor.usage.rendering.summary_rows import NOT_MEASURED, SummaryRow, summary_rows
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 from clusterwatch.monitor.usage.usage_report import SERIES_NOT_MEASURED, UsageReport
 
 

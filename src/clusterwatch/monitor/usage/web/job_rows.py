@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Callable, Optional
 
 from clusterwatch.monitor.core.humanize import duration_text, size_text
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.rendering.figures_text import (
     jobid_order,
     moment,
@@ -23,7 +24,6 @@ from clusterwatch.monitor.usage.rendering.figures_text import (
     warning_title,
 )
 from clusterwatch.monitor.usage.rendering.summary_rows import percent
-from clusterwatch.monitor.usage.summary_json import UsageDocument
 
 PAGE_SIZE = 100
 DASH = "—"

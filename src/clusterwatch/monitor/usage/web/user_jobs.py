@@ -16,16 +16,16 @@ from datetime import datetime
 from typing import Optional
 
 from clusterwatch.monitor.usage.accounting.interface import Accounting, Unreadable
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.analysis import rules
 from clusterwatch.monitor.usage.analysis.figures import analyse
-from clusterwatch.monitor.usage.config import UsageConfig, get_config
-from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.summary_json import (
+from clusterwatch.monitor.usage.analysis.summary_json import (
     UsageDocument,
     kept_document,
     usage_document,
 )
+from clusterwatch.monitor.usage.config import UsageConfig, get_config
+from clusterwatch.monitor.usage.models import KeptSummary
 
 LIMIT = 2000  # jobs of a user's list: the newest of the period
 _KEPT_BATCH = 500  # job ids per query of the kept summaries (SQLite's bound on parameters)

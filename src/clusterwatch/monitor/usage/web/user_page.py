@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Optional
 from urllib.parse import urlencode
 
-from clusterwatch.monitor.usage.summary_json import UsageDocument
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.web.job_rows import (
     COLUMNS,
     DEFAULT_ORDER,

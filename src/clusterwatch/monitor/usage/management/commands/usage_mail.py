@@ -29,7 +29,7 @@ from clusterwatch.monitor.usage.accounting.interface import (
     InvalidJobId,
     check_jobid,
 )
-from clusterwatch.monitor.usage.accounting.sources import accounting
+from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
 from clusterwatch.monitor.usage.mail.delivery import (
     Delivery,
