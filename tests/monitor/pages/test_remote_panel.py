@@ -12,9 +12,10 @@ from django.test import Client
 from clusterwatch.monitor.core.models import LatestQueue
 from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.queue_query import serving
-from clusterwatch.monitor.pages.remote_panel import kinds_for_queue, worker_tally
+from clusterwatch.monitor.pages.remote_panel import kinds_for_queue, starts_tally, worker_tally
 from clusterwatch.monitor.pages.stored import StoredRecord
 from clusterwatch.monitor.panda.remote.run import store
+from clusterwatch.monitor.record.harvester_db import harvester_db
 from clusterwatch.monitor.record.remote_sections import DialogKind
 from tests.monitor.panda.remote_rows import (
     EPIC,
@@ -154,11 +155,26 @@ def test_it_shows_the_workers_started_and_overdue_on_each_queue(operator: Client
 
 
 def test_it_words_a_worker_part_that_is_missing_failed_or_malformed() -> None:
+    def tallies(database: dict[str, Any]) -> tuple[str, str]:
+        typed = harvester_db(database)
+        sites = typed.queue_sites(EPIC)
+        return (starts_tally(typed.worker_starts, sites),
+                worker_tally(typed.workers_overdue, sites))
+
     limits = {"launch_limits": {EPIC: {"siteName": EPIC}}}
-    assert worker_tally(limits, "workers_started", EPIC) == "not in this record"
-    failed = {**limits, "workers_started": {"error": "harvester_workers: timeout"}}
-    assert worker_tally(failed, "workers_started", EPIC) == "error: harvester_workers: timeout"
+    assert tallies(limits) == ("not in this record", "not in this record")
+    failed = {**limits, "workers_started": {"error": "harvester_workers: timeout"},
+              "workers_overdue": {"error": "harvester_workers: timeout"}}
+    assert tallies(failed) == ("error: harvester_workers: timeout",) * 2
     hostile = {**limits, "workers_overdue": {EPIC: {"running": 2, "idle": True, "x": "3",
                                                     "submitted": 5}, GPU: {"running": 9}}}
-    assert worker_tally(hostile, "workers_overdue", EPIC) == "5 submitted, 2 running"
-    assert worker_tally({**limits, "workers_overdue": []}, "workers_overdue", EPIC) == "none"
+    assert tallies(hostile)[1] == "5 submitted, 2 running"
+    assert tallies({**limits, "workers_overdue": []})[1] == "none"
+    assert tallies({**limits, "workers_overdue": None})[1] == "none"
+
+
+def test_it_counts_the_workers_of_the_queues_site_name_too() -> None:
+    database = harvester_db({"launch_limits": {EPIC: {"siteName": "NERSC"}},
+                             "workers_overdue": {EPIC: {"running": 1}, "NERSC": {"running": 2},
+                                                 GPU: {"running": 9}}})
+    assert worker_tally(database.workers_overdue, database.queue_sites(EPIC)) == "3 running"

@@ -13,16 +13,18 @@ from hypothesis import strategies as st
 
 from clusterwatch.monitor.ingest.validation import schema_document
 from clusterwatch.monitor.record import admission as adm
-from clusterwatch.monitor.record import failed_calls, logs
+from clusterwatch.monitor.record import failed_calls, logs, regulation
 from clusterwatch.monitor.record import harvester_db as db
 from clusterwatch.monitor.record import host_state as host
 from clusterwatch.monitor.record import pilot_dispatch as dispatch
+from clusterwatch.monitor.record import remote_harvester_db as remote_db
 from clusterwatch.monitor.record import remote_sections as remote
 from clusterwatch.monitor.record.host_record import HostRecord, parse_record
 from clusterwatch.monitor.record.sections import REQUIRED_SECTIONS
 from clusterwatch.reporter import harvester_db as reporter_db
 from clusterwatch.reporter.harvester_regulation import add_limits_in_force
 from clusterwatch.reporter.record import group_not_finished
+from tests.monitor.panda.remote_rows import remote_record
 from tests.monitor.records import example, with_database
 
 ERROR = "#/$defs/error"
@@ -136,6 +138,13 @@ def test_the_required_sections_are_the_schemas() -> None:
         "collect_seconds"}
 
 
+def _built(cls: type, *, remote: bool = False) -> set[str]:
+    """The fields of `cls` that a builder sends: every one but those the record derives, and
+    (unless `remote`) those only the remote builder sends."""
+    return {field.name for field in dataclasses.fields(cls)
+            if "derived" not in field.metadata and (remote or "remote" not in field.metadata)}
+
+
 def test_the_database_types_name_what_the_reporter_builds() -> None:
     """The schema leaves harvester_db's parts open: their shapes are the reporter's code."""
     at = "2026-10-02T18:27:05Z"
@@ -145,7 +154,7 @@ def test_the_database_types_name_what_the_reporter_builds() -> None:
          "jobFetchTime": at, "submitTime": at}])
     add_limits_in_force({"launch_limits": limits, "workers_now": {}}, None, "no config")
     limits = limits["Q"]
-    assert set(limits) == {field.name for field in dataclasses.fields(db.QueueLaunchLimits)}
+    assert set(limits) == _built(db.QueueLaunchLimits)
     assert set(limits["by_type"]["ANY/ANY"]) == {
         field.name for field in dataclasses.fields(db.WorkerLimits)}
     ended = reporter_db.workers_ended_part([
@@ -164,6 +173,54 @@ def test_the_database_types_name_what_the_reporter_builds() -> None:
                if part == "workers_not_finished_candidates" for name, _ in names}
     assert {field.name for field in dataclasses.fields(db.CandidateRow)} <= (
         columns | {"batchLog"})
+    metrics = reporter_db._service_metrics([], "h.example")
+    assert set(metrics) | {"error"} == _built(remote_db.ServiceMetrics)
+
+
+def test_the_remote_types_name_what_the_remote_builder_builds() -> None:
+    """What the monitor's remote builder adds to harvester_db (panda.remote.limits, .metrics),
+    over every queue of the Perlmutter scenario: one of them has no worker stats row."""
+    database = remote_record()["harvester_db"]
+    entries = database["launch_limits"].values()
+    # The reporter's pq_table columns (not every one: the configuration's limits are in
+    # `config` here), and exactly the fields marked the remote builder's.
+    names = {name for entry in entries for name in entry}
+    assert names <= _built(db.QueueLaunchLimits, remote=True)
+    assert names - _built(db.QueueLaunchLimits) == (
+        _built(db.QueueLaunchLimits, remote=True) - _built(db.QueueLaunchLimits))
+    assert {name for entry in entries for name in entry["config"]} == _built(
+        remote_db.QueueConfig)
+    assert {name for entry in entries for name in entry["config"]["limit_in_force"]} | {
+        "error"} == _built(regulation.LimitInForce)
+    assert {name for entry in entries for name in entry["new_workers"]} | {"error"} == _built(
+        remote_db.NewWorkers)
+    metrics = database["service_metrics"]
+    assert set(metrics) | {"error"} == _built(remote_db.ServiceMetrics, remote=True)
+    assert {name for row in metrics["by_host"].values() for name in row} == _built(
+        remote_db.HostMetrics)
+
+
+def test_it_reads_the_remote_builders_parts() -> None:
+    record = remote_record()
+    record["harvester_db"]["service_metrics"]["by_host"]["login31.chn.perlmutter.nersc.gov"][
+        "metrics"] = {"error": "not valid JSON"}
+    database = parse_record(record).harvester_db
+    epic = database.launch_limits.entries["NERSC_Perlmutter_epic"]
+    assert epic.config is not None and epic.config.pull_mode and epic.config.mapType == "NoJob"
+    assert epic.config.limit_in_force == regulation.LimitInForce(
+        None, 6, 100, 12, epic.config.limit_in_force.derivation)
+    assert epic.new_workers is not None and epic.new_workers.to_submit == 0
+    assert epic.new_workers.at == dt.datetime(2026, 10, 2, 18, 27, tzinfo=dt.timezone.utc)
+    push = database.launch_limits.entries["NERSC_Perlmutter_push_test"].new_workers
+    assert push is not None and push.missing is not None and push.to_submit is None
+    hosts = database.service_metrics.by_host
+    assert hosts["login31.chn.perlmutter.nersc.gov"].metrics is None
+    assert hosts["login31.chn.perlmutter.nersc.gov"].metrics_error == "not valid JSON"
+    assert hosts["login32.chn.perlmutter.nersc.gov"].metrics is not None
+    assert database.workers_overdue is not None
+    assert database.workers_overdue.entries["NERSC_Perlmutter_epic"] == (("running", 1),)
+    reporters = parse_record(with_database(example())).harvester_db
+    assert reporters.workers_overdue is None and not reporters.service_metrics.by_host
 
 
 def test_it_reads_the_reporters_example_record() -> None:

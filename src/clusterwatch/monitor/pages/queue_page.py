@@ -81,7 +81,7 @@ def harvester_panel(stored: StoredRecord, queue: str, now: dt.datetime,
     submit = submission(record, queue, now)
     adjust = adjustment(record, queue, now)
     calls = failed_calls(record, now)
-    remote = remote_panel(record, stored.record, queue, now)
+    remote = remote_panel(record, queue, now)
     why = (unless_stale(remote_why(remote, submit), collected, interval_s) if remote else
            harvester_why(fetch, submit, adjust, calls, collected, interval_s,
                          interval.first_run))

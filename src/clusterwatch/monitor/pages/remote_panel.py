@@ -12,32 +12,28 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from clusterwatch.monitor.core.humanize import duration_text
 from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.pages.queue_logs import Submission
 from clusterwatch.monitor.pages.why import Why
+from clusterwatch.monitor.record.harvester_db import DbPart
 from clusterwatch.monitor.record.host_record import HostRecord
-from clusterwatch.monitor.record.reading import boolean, error_of, integer, obj, text
-from clusterwatch.monitor.record.remote_sections import DialogKind, Instance, QueueState
-from clusterwatch.monitor.record.sections import queue_sites
+from clusterwatch.monitor.record.reading import Counts
+from clusterwatch.monitor.record.regulation import LimitInForce, WorkerStarts
+from clusterwatch.monitor.record.remote_harvester_db import HostMetrics, ServiceMetrics
+from clusterwatch.monitor.record.remote_sections import (
+    DialogKind,
+    Instance,
+    QueueState,
+    QueueStatus,
+)
 
-# The record sections whose error says what only the harvester's logs or host could say.
-LOG_ONLY_FIELDS = ("fetching", "adjustment", "daemons", "processes")
-CALL_DAEMONS = ("communicator", "propagator")
 # The harvester sends a heartbeat about every 10 minutes: three missed is no longer live.
 HEARTBEAT_STALE_S = 1800
-
-
-@dataclass(frozen=True)
-class LimitInForce:
-    value: Optional[int]
-    at_most: Optional[int]
-    running_workers: Optional[int]
-    derivation: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -71,15 +67,14 @@ class RemotePanel:
     overdue: str
 
 
-def harvester_queues(raw: Mapping[str, Any]) -> frozenset[str]:
+def harvester_queues(status: Optional[QueueStatus]) -> frozenset[str]:
     """Every queue the record knows as this harvester's: configured, dropped or named by its
     rows without being configured (`queue_status`, which a queue's slice keeps whole)."""
-    status = obj(raw.get("queue_status"))
-    names = set(obj(status.get("queues")))
-    names.update(name for name in status.get("unconfigured") or () if isinstance(name, str))
-    dropped = status.get("dropped")
-    names.update(text(obj(entry).get("queue")) or "" for entry in
-                 (dropped if isinstance(dropped, list) else ()))
+    if status is None:
+        return frozenset()
+    names = set(status.queues)
+    names.update(status.unconfigured)
+    names.update(dropped.queue or "" for dropped in status.dropped)
     names.discard("")
     return frozenset(names)
 
@@ -93,101 +88,93 @@ def kinds_for_queue(kinds: Iterable[DialogKind], queue: str,
                  if queue in kind.queues or not set(kind.queues) & queues)
 
 
-def _limit(config: Mapping[str, Any]) -> Optional[LimitInForce]:
-    found = config.get("limit_in_force")
-    if not isinstance(found, Mapping):
-        return None
-    return LimitInForce(integer(found.get("value")), integer(found.get("at_most")),
-                        integer(found.get("running_workers")), text(found.get("derivation")))
+def _metrics_text(row: HostMetrics) -> str:
+    if row.metrics_error is not None:
+        return f"error: {row.metrics_error}"
+    return json.dumps(row.metrics, sort_keys=True) if row.metrics is not None else "—"
 
 
-def _metrics_text(value: Any) -> str:
-    error = error_of(value)
-    if error is not None:
-        return f"error: {error}"
-    return json.dumps(value, sort_keys=True) if isinstance(value, Mapping) else "—"
+def _login_nodes(metrics: ServiceMetrics, now: dt.datetime) -> tuple[LoginNode, ...]:
+    return tuple(LoginNode(host, stamp(row.creationTime, now), _metrics_text(row))
+                 for host, row in sorted(metrics.by_host.items()))
 
 
-def _login_nodes(metrics: Mapping[str, Any], now: dt.datetime) -> tuple[LoginNode, ...]:
-    by_host = obj(metrics.get("by_host"))
-    return tuple(LoginNode(str(host), stamp(obj(row).get("creationTime"), now),
-                           _metrics_text(obj(row).get("metrics")))
-                 for host, row in sorted(by_host.items()))
-
-
-def worker_tally(database: Mapping[str, Any], part: str, queue: str) -> str:
-    """`harvester_db.<part>` for `queue`'s sites in a line: "12 running, 1 idle", "none",
-    the part's error, or "not in this record" (an older slice or record lacks it)."""
-    if part not in database:
-        return "not in this record"
-    content = database[part]
-    error = error_of(content)
-    if error is not None:
-        return f"error: {error}"
-    counts: dict[str, int] = {}
-    for site in queue_sites(database, queue):
-        for status, count in obj(obj(content).get(site)).items():
-            if integer(count) is not None:
-                counts[status] = counts.get(status, 0) + count
+def _tally(counts: dict[str, int]) -> str:
     by_most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return ", ".join(f"{count} {status}" for status, count in by_most) or "none"
 
 
-def starts_tally(record: HostRecord, database: Mapping[str, Any], queue: str) -> str:
-    """The workers started in the interval for `queue`'s sites, as `worker_tally` words a
-    part, from the typed `worker_starts` (which also reads an older `workers_started`)."""
-    part = record.harvester_db.worker_starts
+def worker_tally(part: Optional[DbPart[Counts]], sites: Iterable[str]) -> str:
+    """A `{site: {status: n}}` part of `harvester_db` for a queue's `sites` in a line:
+    "12 running, 1 idle", "none", the part's error, or "not in this record" (an older slice
+    or record lacks it)."""
     if part is None:
         return "not in this record"
     if part.error is not None:
         return f"error: {part.error}"
     counts: dict[str, int] = {}
-    for site in queue_sites(database, queue):
+    for site in sites:
+        for status, count in part.entries.get(site, ()):
+            counts[status] = counts.get(status, 0) + count
+    return _tally(counts)
+
+
+def starts_tally(part: Optional[DbPart[WorkerStarts]], sites: Iterable[str]) -> str:
+    """The workers started in the interval for a queue's `sites`, as `worker_tally` words a
+    part, from the typed `worker_starts` (which also reads an older `workers_started`)."""
+    if part is None:
+        return "not in this record"
+    if part.error is not None:
+        return f"error: {part.error}"
+    counts: dict[str, int] = {}
+    for site in sites:
         entry = part.entries.get(site)
         for status, count in entry.by_status if entry is not None else ():
             counts[status] = counts.get(status, 0) + count
-    by_most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return ", ".join(f"{count} {status}" for status, count in by_most) or "none"
+    return _tally(counts)
 
 
-def _log_only(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    found = [(name, error_of(raw.get(name))) for name in LOG_ONLY_FIELDS]
-    calls = obj(raw.get("failed_calls"))
-    found += [(f"failed_calls.{daemon}", error_of(calls.get(daemon))) for daemon in CALL_DAEMONS]
+def _log_only(record: HostRecord) -> tuple[tuple[str, str], ...]:
+    """The record sections whose error says what only the harvester's logs or host could
+    say, by section name."""
+    found = [("fetching", record.fetching.error), ("adjustment", record.adjustment.error),
+             ("daemons", record.daemons.error), ("processes", record.processes.error)]
+    found += [(f"failed_calls.{daemon}", calls.error)
+              for daemon, calls in record.failed_calls.by_daemon()]
     return tuple((name, error) for name, error in found if error is not None)
 
 
-def remote_panel(record: HostRecord, raw: Mapping[str, Any], queue: str,
-                 now: dt.datetime) -> Optional[RemotePanel]:
+def remote_panel(record: HostRecord, queue: str, now: dt.datetime) -> Optional[RemotePanel]:
     """The remote harvester's part of `queue`'s panel; None for a reporter's record."""
     if record.instance is None:
         return None
-    database = obj(raw.get("harvester_db"))
-    limits = obj(obj(database.get("launch_limits")).get(queue))
-    config, new_workers = obj(limits.get("config")), obj(limits.get("new_workers"))
+    database = record.harvester_db
+    limits = database.launch_limits.entries.get(queue)
+    config = limits.config if limits is not None else None
+    new_workers = limits.new_workers if limits is not None else None
+    sites = database.queue_sites(queue)
     status = record.queue_status
-    notes = config.get("notes")
     dialogs = record.dialogs
     return RemotePanel(
         instance=record.instance,
         heartbeat=stamp(record.instance.last_heartbeat, now),
         status=status.queues.get(queue) if status is not None else None,
         status_error=status.error if status is not None else None,
-        map_type=text(config.get("mapType")), run_mode=text(config.get("runMode")),
-        template=text(config.get("template")),
-        pull_mode=boolean(config.get("pull_mode")) is True,
-        limit=_limit(config),
-        notes=tuple(note for note in notes if isinstance(note, str))
-        if isinstance(notes, list) else (),
-        to_submit=integer(new_workers.get("to_submit")),
-        to_submit_meaning=text(new_workers.get("meaning")),
-        login_nodes=_login_nodes(obj(database.get("service_metrics")), now),
+        map_type=config.mapType if config else None,
+        run_mode=config.runMode if config else None,
+        template=config.template if config else None,
+        pull_mode=config.pull_mode if config else False,
+        limit=config.limit_in_force if config else None,
+        notes=config.notes if config else (),
+        to_submit=new_workers.to_submit if new_workers else None,
+        to_submit_meaning=new_workers.meaning if new_workers else None,
+        login_nodes=_login_nodes(database.service_metrics, now),
         dialogs_error=dialogs.error if dialogs is not None else "no dialogs section",
-        dialogs=kinds_for_queue(dialogs.kinds, queue, harvester_queues(raw))
+        dialogs=kinds_for_queue(dialogs.kinds, queue, harvester_queues(status))
         if dialogs is not None else (),
-        log_only=_log_only(raw),
-        started=starts_tally(record, database, queue),
-        overdue=worker_tally(database, "workers_overdue", queue))
+        log_only=_log_only(record),
+        started=starts_tally(database.worker_starts, sites),
+        overdue=worker_tally(database.workers_overdue, sites))
 
 
 def remote_why(remote: RemotePanel, submit: Submission) -> Why:

@@ -35,7 +35,15 @@ from clusterwatch.monitor.record.regulation import (
     status_counts_as_starts,
     worker_starts,
 )
-from clusterwatch.monitor.record.sections import LIMITS
+from clusterwatch.monitor.record.remote_harvester_db import (
+    NewWorkers,
+    QueueConfig,
+    ServiceMetrics,
+    new_workers,
+    queue_config,
+    service_metrics,
+)
+from clusterwatch.monitor.record.sections import LIMITS, sites_of
 from clusterwatch.monitor.record.times import parse_utc
 
 EntryT = TypeVar("EntryT")
@@ -65,6 +73,10 @@ class QueueLaunchLimits(WorkerLimits):
     nQueueLimitWorkerMin: Optional[int] = None
     nQueueLimitWorkerMax: Optional[int] = None
     limit_in_force: Optional[LimitInForce] = None
+    # A remote record's (None in a reporter's): the queue as the harvester runs it, and the
+    # PanDA server's count of workers to submit.
+    config: Optional[QueueConfig] = field(default=None, metadata={"remote": "builder's"})
+    new_workers: Optional[NewWorkers] = field(default=None, metadata={"remote": "builder's"})
 
 
 @dataclass(frozen=True)
@@ -153,14 +165,24 @@ class HarvesterDb:
         default=None, metadata={"beyond_schema": "older reporters' raw rows"})
     # None from reporters that did not say (before it, or when the workers were not read).
     workers_not_finished_read: Optional[NotFinishedRead] = None
-    service_metrics: Mapping[str, Any] = field(default_factory=dict)  # kept as sent
+    service_metrics: ServiceMetrics = field(default_factory=ServiceMetrics)
     # Telemetry 1.3; None when the record has no such part (a reporter before it). A remote
     # record's older `workers_started` reads as it too.
     worker_starts: Optional[DbPart[WorkerStarts]] = None
     job_demand_cache: Optional[DbPart[CacheKey]] = None
+    # A remote record's workers still live seven days after submission, by site (None when
+    # the record has no such part: a reporter's).
+    workers_overdue: Optional[DbPart[Counts]] = field(
+        default=None, metadata={"beyond_schema": "the remote builder sends it; the schema "
+                                                 "leaves harvester_db open"})
     # The error of every part that failed, by part name in sorted order (also parts this
     # monitor does not know yet).
     part_errors: Mapping[str, str] = field(default_factory=dict, metadata={"derived": True})
+
+    def queue_sites(self, queue: str) -> list[str]:
+        """`sections.sites_of` for this part: the queue, then its pq_table siteName."""
+        entry = self.launch_limits.entries.get(queue)
+        return sites_of(queue, self.launch_limits.error, entry.siteName if entry else None)
 
 
 def _part(value: Any, entry: Callable[[Mapping[str, Any]], EntryT],
@@ -194,6 +216,8 @@ def _launch_limits(entry: Mapping[str, Any]) -> QueueLaunchLimits:
         nQueueLimitWorkerMin=integer(entry.get("nQueueLimitWorkerMin")),
         nQueueLimitWorkerMax=integer(entry.get("nQueueLimitWorkerMax")),
         limit_in_force=limit_in_force(entry.get("limit_in_force")),
+        config=queue_config(entry.get("config")),
+        new_workers=new_workers(entry.get("new_workers")),
     )
 
 
@@ -264,10 +288,13 @@ def harvester_db(value: Any) -> HarvesterDb:
         else _part(not_finished, _not_finished),
         workers_not_finished_candidates=_candidates(
             database.get("workers_not_finished_candidates")),
-        service_metrics=obj(database.get("service_metrics")),
+        service_metrics=service_metrics(database.get("service_metrics")),
         workers_not_finished_read=_not_finished_read(database.get("workers_not_finished_read")),
         worker_starts=_worker_starts(database),
         job_demand_cache=_optional_part(database.get("job_demand_cache"), cache_key),
+        # Absent is "not in this record"; null reads as an empty part, as the page always had.
+        workers_overdue=_part(database["workers_overdue"], counts)
+        if "workers_overdue" in database else None,
         part_errors={part: error for part, found in sorted(database.items())
                      if part != "error" and (error := error_of(found)) is not None},
     )
