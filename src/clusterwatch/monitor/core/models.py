@@ -1,6 +1,7 @@
 """What the monitor stores.
 
-Ingest: tokens bound to keys, every posted record (`HostReport`), and three small indexes kept
+The API tokens of scripts (the usage reports' API and the image-demand API). Ingest: tokens
+bound to keys, every posted record (`HostReport`), and three small indexes kept
 up to date at ingest so pages never scan old records: the latest record per key (by
 `collected_at`, not by arrival), the queues that latest record mentions, and the
 worker-to-PandaID pushes seen.
@@ -8,11 +9,37 @@ worker-to-PandaID pushes seen.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
 from clusterwatch.monitor.core.record_keys import KEY_PATTERN
+
+
+class ApiToken(models.Model):
+    """A script's credential for the monitor's APIs, acting as its user with the same
+    visibility (`core.api_tokens`). Only a lookup prefix and a SHA-256 digest are stored.
+
+    Made by the usage app (`create_usage_token`), which created the table: moved here in
+    Django's state only, the table keeps its name; the usage app's proxy `UsageApiToken`
+    keeps the admin's address and permissions.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "usage_usageapitoken"
+
+    def __str__(self) -> str:
+        return f"API token {self.prefix}…"
 
 
 class HostToken(models.Model):

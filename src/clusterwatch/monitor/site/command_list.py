@@ -23,7 +23,7 @@ MONITOR_COMMANDS: tuple[tuple[str, str], ...] = (
     ("remove_harvester", "take KEY off the harvester registry (its records stay)"),
     ("remote_harvester_report", "a remote harvester's record from the PanDA server (--registered)"),
     ("job_usage", "a job's usage report as JSON"),
-    ("create_usage_token", "a token for scripts reading the usage API as USER"),
+    ("create_usage_token", "an API token for scripts (usage and image-demand APIs) as USER"),
     ("usage_mail", "queue and send the end-of-job usage emails (its timer runs it)"),
     ("usage_mailprog", "Slurm's MailProg: the usage email of SLURM_JOB_ID"),
     ("create_slurmdb_view", "the usage reports' view of Slurm's database, its read-only user"),

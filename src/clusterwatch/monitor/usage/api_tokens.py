@@ -1,42 +1,8 @@
-"""Usage API tokens: `cwu_<8>_<43>`, shown once, stored as a prefix and a SHA-256 digest.
-
-A script sends `Authorization: Bearer <token>` and acts as the token's user, with the same
-visibility. The scheme differs from the host tokens' (`cwh_`), so neither kind of token is
-ever accepted where the other is expected.
-"""
+"""The API tokens under the name `create_usage_token` and older scripts import them by: they
+are the kernel's (`clusterwatch.monitor.core.api_tokens`), shared with the image-demand API."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from clusterwatch.monitor.core.api_tokens import SCHEME, TOKEN_RE, authenticate, create, from_header
 
-from django.utils import timezone
-
-from clusterwatch.monitor.core.tokens import credential_of, issue, matches, token_pattern
-from clusterwatch.monitor.usage.models import UsageApiToken
-
-SCHEME = "cwu_"
-TOKEN_RE = token_pattern(SCHEME)
-
-
-def create(user: Any, note: str = "") -> tuple[UsageApiToken, str]:
-    """A new token acting as `user`; its text is returned once and never kept."""
-    return issue(SCHEME, lambda prefix, digest: UsageApiToken.objects.create(
-        user=user, prefix=prefix, digest=digest, note=note[:200]))
-
-
-def from_header(value: Optional[str]) -> Optional[str]:
-    """The token of `Bearer <t>` (scheme in any case); None for anything else."""
-    return credential_of(value, ("bearer",), TOKEN_RE)
-
-
-def authenticate(token: str) -> Optional[Any]:
-    """The active user of `token`; None if the token is unknown, revoked or its user inactive."""
-    match = TOKEN_RE.fullmatch(token)
-    if match is None:
-        return None
-    row = UsageApiToken.objects.select_related("user").filter(prefix=match.group(1)).first()
-    found = matches(row.digest if row is not None else None, token)
-    if row is None or not found or row.revoked_at is not None or not row.user.is_active:
-        return None
-    UsageApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
-    return row.user
+__all__ = ["SCHEME", "TOKEN_RE", "authenticate", "create", "from_header"]

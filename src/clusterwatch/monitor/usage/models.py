@@ -1,10 +1,12 @@
-"""What the usage reports keep: each ended job's summary, and the API tokens of scripts."""
+"""What the usage reports keep: each ended job's summary and the end-of-job emails; and the
+admin's face of the API tokens (the model is the kernel's, `core.models.ApiToken`)."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from clusterwatch.monitor.core.models import ApiToken
 
 
 class KeptSummary(models.Model):
@@ -36,21 +38,15 @@ class KeptSummary(models.Model):
         return f"job {self.jobid} ({self.user})"
 
 
-class UsageApiToken(models.Model):
-    """A script's credential for the usage API, acting as its user. Only a lookup prefix and
-    a SHA-256 digest are stored (like the host tokens)."""
+class UsageApiToken(ApiToken):
+    """The API tokens as the admin has always shown them, at /admin/usage/usageapitoken/ with
+    the usage app's permissions: a proxy, so the rows are the kernel's."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="usage_tokens")
-    prefix = models.CharField(max_length=16, unique=True)
-    digest = models.CharField(max_length=64)
-    note = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    class Meta:
+        proxy = True
 
     def __str__(self) -> str:
-        return f"usage token {self.prefix}…"
+        return f"usage token {self.prefix}…"  # the admin's wording, unchanged
 
 
 class UsageMail(models.Model):

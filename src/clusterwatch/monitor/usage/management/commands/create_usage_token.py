@@ -1,4 +1,5 @@
-"""`clusterwatch monitor create_usage_token USER [--note TEXT]`: a token for the usage API.
+"""`clusterwatch monitor create_usage_token USER [--note TEXT]`: an API token (the usage API and
+the image-demand API; `clusterwatch.monitor.core.api_tokens`).
 
 The token acts as USER (an existing account; LDAP users exist once they have logged in) and
 sees what USER sees. It is printed once, as the last line; only its digest is kept.
@@ -11,11 +12,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from clusterwatch.monitor.usage import api_tokens
+from clusterwatch.monitor.core import api_tokens
 
 
 class Command(BaseCommand):
-    help = ("Create a token for scripts reading the usage API as USER "
+    help = ("Create an API token for scripts reading the usage and image-demand APIs as USER "
             "(Authorization: Bearer <token>); printed once, as the last line.")
 
     def add_arguments(self, parser: CommandParser) -> None:
