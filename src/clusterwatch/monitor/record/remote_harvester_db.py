@@ -79,12 +79,11 @@ class ServiceMetrics:
 def queue_config(value: Any) -> Optional[QueueConfig]:
     if not is_obj(value):
         return None
-    limits = obj(value.get("limits"))
     return QueueConfig(
         template=text(value.get("template")), status=text(value.get("status")),
         active=boolean(value.get("active")), mapType=text(value.get("mapType")),
         pull_mode=value.get("pull_mode") is True, runMode=text(value.get("runMode")),
-        limits={str(name): integer(found) for name, found in limits.items()},
+        limits=Entries(obj(value.get("limits")), integer),  # no page reads them yet
         limit_in_force=limit_in_force(value.get("limit_in_force")),
         notes=texts(value.get("notes")))
 
