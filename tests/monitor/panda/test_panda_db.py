@@ -1,6 +1,7 @@
-"""panda_db against a real PostgreSQL holding the PanDA server's harvester tables: the rows it
-reads build the same record as the scenario's rows, only this harvester's and only the
-windows the builder counts in, read-only, and a failed table or server is that part's error."""
+"""panda_db and remote.harvester_tables against a real PostgreSQL holding the PanDA server's
+harvester tables: the rows they read build the same record as the scenario's rows, only this
+harvester's and only the windows the builder counts in, read-only, and a failed table or server
+is that part's error."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from clusterwatch.loopback.postgres import Postgres
 from clusterwatch.loopback.services import free_port
 from clusterwatch.monitor.panda import panda_db
-from clusterwatch.monitor.panda.panda_db import connect, read_server_rows
+from clusterwatch.monitor.panda.panda_db import connect
 from clusterwatch.monitor.panda.remote.builder import build_record
+from clusterwatch.monitor.panda.remote.harvester_tables import read_server_rows
 from clusterwatch.monitor.panda.server_rows import SourceFailed
 from tests.monitor.panda.panda_tables import fill, fresh_database, superuser
 from tests.monitor.panda.remote_rows import (

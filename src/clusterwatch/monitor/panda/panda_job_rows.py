@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.panda.panda_db import _failure, connect
+from clusterwatch.monitor.panda.panda_db import connect, failure_of
 from clusterwatch.monitor.panda.panda_job_truth import JOB_TABLES, JobRow, JobTruth, job_truth
 from clusterwatch.monitor.panda.panda_settings import PandaDatabase, panda_database
 from clusterwatch.monitor.panda.server_rows import Rows, columns
@@ -45,7 +45,7 @@ def read_job_rows(database: PandaDatabase, pandaid: int) -> Mapping[str, Rows[Jo
     try:
         connection = page_connection(database)
     except psycopg.Error as exc:
-        return dict.fromkeys(JOB_TABLES, _failure(exc))
+        return dict.fromkeys(JOB_TABLES, failure_of(exc))
     with connection, connection.transaction():
         return {table: _read(connection, database.schema, table, pandaid)
                 for table in JOB_TABLES}
@@ -61,7 +61,7 @@ def _read(connection: psycopg.Connection[dict[str, Any]], schema: str, table: st
             rows: list[Any] = connection.execute(query, (pandaid, ROWS_READ)).fetchall()
             return rows
     except psycopg.Error as exc:
-        return _failure(exc)
+        return failure_of(exc)
 
 
 def server_truth(environ: Mapping[str, str], pandaid: int,

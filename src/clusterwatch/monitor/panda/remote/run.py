@@ -23,9 +23,9 @@ from clusterwatch.errors import ConfigError, RunError
 from clusterwatch.monitor.panda.iri.client import view_file
 from clusterwatch.monitor.panda.iri.errors import IriError
 from clusterwatch.monitor.panda.iri.settings import check_view_target, read_token_file
-from clusterwatch.monitor.panda.panda_db import read_server_rows
 from clusterwatch.monitor.panda.panda_settings import URL_SETTING, panda_database
 from clusterwatch.monitor.panda.remote.builder import ServerRows, build_record
+from clusterwatch.monitor.panda.remote.harvester_tables import read_server_rows
 from clusterwatch.monitor.panda.remote.limits import QueueConfig
 from clusterwatch.monitor.panda.server_rows import SourceFailed
 from clusterwatch.reporter.monitor_surface import (
