@@ -1,13 +1,17 @@
 # Written by hand on 2026-12-01 (a data migration).
 
+import datetime as dt
 from typing import Any
 
+from django.conf import settings
 from django.db import migrations
+from django.utils import timezone
 
-from clusterwatch.monitor.ingest.horizon import horizon
-from clusterwatch.monitor.ingest.store import indexable_queues
-from clusterwatch.monitor.record.slices import host_summary, queue_slice
+# The record's own reading (pure, below the kernel); ingest's rules are spelled out here as
+# they stood when this ran (the horizon of ingest/horizon.py, the queue name's column
+# width), so that the kernel's migrations import no feature.
 from clusterwatch.monitor.record.index import queues_in
+from clusterwatch.monitor.record.slices import host_summary, queue_slice
 
 
 def unfreeze(apps: Any, schema_editor: Any) -> None:
@@ -20,7 +24,8 @@ def unfreeze(apps: Any, schema_editor: Any) -> None:
     reports = apps.get_model("monitor", "HostReport")
     latest_reports = apps.get_model("monitor", "LatestReport")
     latest_queues = apps.get_model("monitor", "LatestQueue")
-    limit = horizon()
+    limit = timezone.now() + dt.timedelta(seconds=settings.MAX_CLOCK_SKEW_S)
+    queue_chars = latest_queues._meta.get_field("queue").max_length
     for latest in latest_reports.objects.filter(collected_at__gt=limit):
         newest = (reports.objects.filter(key=latest.key, collected_at__lte=limit)
                   .order_by("-collected_at", "pk").first())
@@ -36,7 +41,7 @@ def unfreeze(apps: Any, schema_editor: Any) -> None:
         latest_queues.objects.bulk_create([
             latest_queues(key=latest.key, queue=queue, report=newest,
                           page_slice=queue_slice(record, queue))
-            for queue in sorted(indexable_queues(queues_in(record)))])
+            for queue in sorted(queues_in(record)) if len(queue) <= queue_chars])
 
 
 class Migration(migrations.Migration):
