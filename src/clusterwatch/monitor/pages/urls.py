@@ -1,16 +1,15 @@
 """The operators' pages, the alarms' included (at the site root: `clusterwatch.monitor.site.urls`;
 `/` is the usage reports' index, or a redirect to the hosts page when they are off).
 
-Every page here is wrapped in `operators_only` (staff, superusers, the operators group);
-the image-demand API is not a page: it answers any login or usage token, as documented."""
+Every page here is wrapped in `operators_only` (staff, superusers, the operators group). The
+image-demand API is not a page (it answers any login or API token): `panda/urls.py`."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from clusterwatch.monitor.pages import alarms, views, worker_starts_view
+from clusterwatch.monitor.pages import views
 from clusterwatch.monitor.pages.operator_guard import operators_only
-from clusterwatch.monitor.panda import image_demand_views as image_demand_view
 
 urlpatterns = [
     path("hosts/", operators_only(views.host_list), name="monitor-hosts"),
@@ -19,9 +18,7 @@ urlpatterns = [
     path("queues/<path:queue>/", operators_only(views.queue_detail), name="monitor-queue"),
     path("jobs/", operators_only(views.job_lookup), name="monitor-jobs"),
     path("jobs/<int:pandaid>/", operators_only(views.job_detail), name="monitor-job"),
-    path("alarms/", operators_only(alarms.alarm_list), name="monitor-alarms"),
-    path("panda/worker-starts/", operators_only(worker_starts_view.worker_starts),
+    path("alarms/", operators_only(views.alarm_list), name="monitor-alarms"),
+    path("panda/worker-starts/", operators_only(views.worker_starts),
          name="monitor-worker-starts"),
-    path("api/osg-image-demand/", image_demand_view.osg_image_demand,
-         name="osg-image-demand"),
 ]

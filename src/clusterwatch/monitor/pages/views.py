@@ -7,6 +7,7 @@ keeps (`LatestReport`, `LatestQueue`, `JobPush`), never scans `HostReport`.
 from __future__ import annotations
 
 import os
+import time
 from collections import defaultdict
 from urllib.parse import urlencode
 
@@ -19,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from clusterwatch.monitor.alarms.status import summary
 from clusterwatch.monitor.core.models import (
     HostReport,
     HostTokenKey,
@@ -26,12 +28,15 @@ from clusterwatch.monitor.core.models import (
     LatestQueue,
     RegisteredHarvester,
 )
+from clusterwatch.monitor.pages.alarms_page import alarms_context
 from clusterwatch.monitor.pages.hosts_page import hosts_page
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.job_page import PushSeen, clean_queue_name, job_page, job_queue
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving, serving_and_registered
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.pages.worker_starts_page import worker_starts_page
+from clusterwatch.monitor.pages.worker_starts_query import latest_parts
 from clusterwatch.monitor.panda.panda_job_rows import server_truth
 
 BIGINT_MAX = 2**63 - 1  # JobPush.pandaid's range; a larger id cannot be stored, so is unknown
@@ -132,3 +137,20 @@ def job_detail(request: HttpRequest, pandaid: int) -> HttpResponse:
                     server_queue)
     return render(request, "monitor/job.html", {"page": page, "truth": truth},
                   status=404 if page.queue_unknown and page.queue_source == "asked" else 200)
+
+
+@require_safe
+@login_required
+def alarm_list(request: HttpRequest) -> HttpResponse:
+    now = time.time()
+    return render(request, "monitor/alarms.html", alarms_context(summary(now), now))
+
+
+@require_safe
+@login_required
+def worker_starts(request: HttpRequest) -> HttpResponse:
+    """Every queue of every harvester; `?queue=NAME` only that queue."""
+    only = clean_queue_name(request.GET.get("queue"))
+    parts, registered = latest_parts()
+    page = worker_starts_page(parts, only, registered)
+    return render(request, "monitor/worker_starts.html", {"page": page, "only_queue": only})

@@ -1,6 +1,6 @@
-"""URL map: the ingest API, the operators' pages, login, the staff-only admin, and the usage
-reports (their paths answer 404 unless CLUSTERWATCH_PROMETHEUS_URL is set; `/` is their
-index then, else a redirect to the hosts page)."""
+"""URL map: the ingest API, the operators' pages, the image-demand API, login, the staff-only
+admin, and the usage reports (their paths answer 404 unless CLUSTERWATCH_PROMETHEUS_URL is
+set; `/` is their index then, else a redirect to the hosts page)."""
 
 from __future__ import annotations
 
@@ -13,4 +13,5 @@ urlpatterns = [
     path("api/", include("clusterwatch.monitor.ingest.urls")),
     path("", include("clusterwatch.monitor.usage.web.urls")),
     path("", include("clusterwatch.monitor.pages.urls")),
+    path("", include("clusterwatch.monitor.panda.urls")),
 ]

@@ -1,21 +1,15 @@
-"""`/panda/worker-starts/`: reads of each harvester's latest record only the parts the page
-shows (one query; the JSON key lookups run in the database, so a few-hundred-KB record is
-not loaded whole), then hands them to the pure builder."""
+"""What the `/panda/worker-starts/` page reads of each harvester's latest record: only the parts
+it shows (one query; the JSON key lookups run in the database, so a few-hundred-KB record is
+not loaded whole), for the pure builder `worker_starts_page`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Exists, OuterRef
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.core.models import LatestReport, RegisteredHarvester
-from clusterwatch.monitor.pages.job_page import clean_queue_name
-from clusterwatch.monitor.pages.worker_starts_page import worker_starts_page
 
 # (the record's path, the lookup that reads it)
 _PARTS = (
@@ -56,13 +50,3 @@ def latest_parts() -> tuple[list[tuple[str, dict[str, Any]]], frozenset[str]]:
         if row["registered"]:
             registered.add(row["key"])
     return found, frozenset(registered)
-
-
-@require_safe
-@login_required
-def worker_starts(request: HttpRequest) -> HttpResponse:
-    """Every queue of every harvester; `?queue=NAME` only that queue."""
-    only = clean_queue_name(request.GET.get("queue"))
-    parts, registered = latest_parts()
-    page = worker_starts_page(parts, only, registered)
-    return render(request, "monitor/worker_starts.html", {"page": page, "only_queue": only})

@@ -1,4 +1,5 @@
-"""`/alarms/`: what `alarms_status` prints, for operators without a shell on the monitor.
+"""The `/alarms/` page's data: what `alarms_status` prints, for operators without a shell on
+the monitor.
 
 A page like the others, so it lives with them: the alarms never import the pages.
 """
@@ -6,16 +7,9 @@ A page like the others, so it lives with them: the alarms never import the pages
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any, Optional
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_safe
-
 from clusterwatch.monitor.alarms import lease as run_lease
-from clusterwatch.monitor.alarms.status import summary
 from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.notify.event import Event
 
@@ -48,10 +42,3 @@ def alarms_context(data: dict[str, Any], now_t: float) -> dict[str, Any]:
             for name, channel in data["channels"].items()
         ],
     }
-
-
-@require_safe
-@login_required
-def alarm_list(request: HttpRequest) -> HttpResponse:
-    now = time.time()
-    return render(request, "monitor/alarms.html", alarms_context(summary(now), now))
