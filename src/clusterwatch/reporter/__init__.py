@@ -18,12 +18,15 @@ record and its log positions as one step), `delivery` (the pass over the backlog
 `buffer` (records waiting on disk) and `delivery_counts` (what was lost, until a record
 reports it), `answer_policy` (what each HTTP answer means) and `https_post` (the
 transport: one post under one deadline), `envfile`, and `queue_config` (the harvester's queue
-configuration as it sees it, with `queue_config_file` and `queue_limits`; the monitor imports
-it too) with `queue_status` (the record's queue_status section, which the monitor's remote
-builder builds with it too), `submit_template`, `pilot_dispatch` and `image_policy` (each
+configuration as it sees it, with `queue_config_file` and `queue_limits`) with
+`queue_status` (the record's queue_status section), `submit_template`, `pilot_dispatch` and `image_policy` (each
 queue's pilot dispatch read from its submit template), and `admission` with
 `admission_collect`, `admission_evidence` and `launcher_stderr` (the last hour's pre-job
 refusals, cancellations and errors, with evidence).
+
+`monitor_surface` is the reporter's public surface for the monitor: the schema, the queue
+configuration's reading and the harvester database's rules that the monitor (its ingest and
+its remote builder) takes, named there and imported from nowhere else.
 """
 
 # 1.8: the record's disk volumes as 1.8 gave them (health.volumes: filesystem identity,
