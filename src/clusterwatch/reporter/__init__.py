@@ -19,8 +19,8 @@ record and its log positions as one step), `delivery` (the pass over the backlog
 reports it), `answer_policy` (what each HTTP answer means) and `https_post` (the
 transport: one post under one deadline), `envfile`, and `queue_config` (the harvester's queue
 configuration as it sees it, with `queue_config_file` and `queue_limits`) with
-`queue_status` (the record's queue_status section), `submit_template`, `pilot_dispatch` and `image_policy` (each
-queue's pilot dispatch read from its submit template), and `admission` with
+`queue_status` (the record's queue_status section), `submit_template`, `pilot_dispatch` and
+`image_policy` (each queue's pilot dispatch read from its submit template), and `admission` with
 `admission_collect`, `admission_evidence` and `launcher_stderr` (the last hour's pre-job
 refusals, cancellations and errors, with evidence).
 
