@@ -15,8 +15,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 
 from clusterwatch.monitor.core.operators import is_operator
+from clusterwatch.monitor.core.refusals import Refusal, kept_private
 from clusterwatch.monitor.usage.config import usage_enabled
-from clusterwatch.monitor.usage.web.answers import Refusal, kept_private
 from clusterwatch.monitor.usage.web.page_views import NO_SUCH_PAGE, problem
 
 View = Callable[..., HttpResponse]

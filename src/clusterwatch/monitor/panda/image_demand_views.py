@@ -1,10 +1,12 @@
 """`GET /api/osg-image-demand/?memory_mb=4096&cores=1`: image demand as JSON.
 
-Access as the usage API's: a logged-in session, or `Authorization: Bearer <usage token>`
-(`clusterwatch monitor create_usage_token`), so an allocator script has a revocable token of
-its own; host tokens (`cwh_`) are for reporters and never accepted here. Answers: 200 the
-counts; 400 a bad parameter; 403 no login or token; 404 the PanDA view is off (no
-CLUSTERWATCH_PANDA_DATABASE_URL); 503 the database down, slow or misconfigured. Always JSON.
+Access as the usage API's (`core.asking`): a logged-in session, or `Authorization: Bearer
+<API token>` (`clusterwatch monitor create_usage_token`), so an allocator script has a
+revocable token of its own; host tokens (`cwh_`) are for reporters and never accepted here.
+Answers: 200 the counts; 400 a bad parameter; 403 no login or token; 404 the PanDA view is off
+(no CLUSTERWATCH_PANDA_DATABASE_URL); 503 the database down, slow or misconfigured; each JSON
+but the bare 405 for a method other than GET and HEAD. The view is off only once the
+database setting is read, after the asker and the parameters, as it always was.
 """
 
 from __future__ import annotations
@@ -14,37 +16,35 @@ import os
 import psycopg
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.views.decorators.http import require_safe
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.core.refusals import Refusal, json_refusal
+from clusterwatch.monitor.core.view_guard import Entry, guarded
 from clusterwatch.monitor.panda.image_demand import BadParameter, image_demand, slot_of
-from clusterwatch.monitor.panda.panda_db import _failure
+from clusterwatch.monitor.panda.panda_db import failure_of
 from clusterwatch.monitor.panda.panda_settings import panda_database
-from clusterwatch.monitor.usage.web.access import asker
-from clusterwatch.monitor.usage.web.answers import LOGIN_NEEDED, json_error
 from clusterwatch.monitor.usage.web.list_params import reads_dates
 
 
+# Not private: the counts are the same for every asker (and they never were).
 @reads_dates()
-@require_safe
+@guarded(json_refusal, entry=Entry.ASKER, private=False)
 def osg_image_demand(request: HttpRequest) -> JsonResponse:
-    if asker(request) is None:
-        return json_error(403, LOGIN_NEEDED)
     try:
         slot = slot_of(request.GET)
     except BadParameter as exc:
-        return json_error(400, str(exc))
+        raise Refusal(400, str(exc)) from None
     try:
         database = panda_database(os.environ)
     except ConfigError as exc:
-        return json_error(503, f"configuration error: {exc}")
+        raise Refusal(503, f"configuration error: {exc}") from None
     if database is None:
-        return json_error(404, "the PanDA view is off: CLUSTERWATCH_PANDA_DATABASE_URL is "
-                               "not set")
+        raise Refusal(404, "the PanDA view is off: CLUSTERWATCH_PANDA_DATABASE_URL is not set")
     try:
         counts = image_demand(database, slot)
     except psycopg.Error as exc:
-        return json_error(503, f"the PanDA database could not be read: {_failure(exc).reason}")
+        raise Refusal(503, "the PanDA database could not be read: "
+                           f"{failure_of(exc).reason}") from None
     return JsonResponse({
         "memory_mb": slot.memory_mb, "cores": slot.cores,
         "as_of": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),

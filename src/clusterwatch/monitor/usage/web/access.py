@@ -1,4 +1,4 @@
-"""Who may see which job's report, and who is asking.
+"""Who may see which job's report (who is asking is the kernel's: `core.asking`).
 
 Staff see every job; a user sees their own jobs (the monitor's user name is the scheduler's
 user name: LDAP's uid, or a local account of the same name), and, when
@@ -8,22 +8,11 @@ under. A refusal never says whether the job exists: the views answer it as an un
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
-from django.http import HttpRequest
-
-from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import UsageConfig
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.usage_report import Visibility
-
-
-def asker(request: HttpRequest) -> Optional[Any]:
-    """The logged-in user, else the user of a valid Bearer token, else None."""
-    if request.user.is_authenticated:
-        return request.user
-    token = api_tokens.from_header(request.headers.get("Authorization"))
-    return api_tokens.authenticate(token) if token else None
 
 
 def visibility(user: Any, config: UsageConfig) -> Visibility:

@@ -2,18 +2,23 @@
 
 A malformed job id is 400; an unknown job and a job the asker may not see are the same 404
 (nothing revealed); accounting or Prometheus down, slow or misconfigured is 503 with a plain
-message. `report_or_answer` gives a view either the report or the answer to send instead.
+message. `fetch_report` gives a view the report or raises the Refusal to send instead; the
+Refusal, the JSON errors and the guard that answers them are the kernel's
+(`core.refusals`, `core.view_guard`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Set
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils.cache import patch_cache_control
 
+from clusterwatch.monitor.core.asking import LOGIN_NEEDED, asker
+from clusterwatch.monitor.core.refusals import Refusal, json_refusal
+from clusterwatch.monitor.core.view_guard import Feature, guarded
 from clusterwatch.monitor.usage.accounting.interface import (
     AccountingConfigError,
     AccountingError,
@@ -22,26 +27,16 @@ from clusterwatch.monitor.usage.accounting.interface import (
 )
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
 from clusterwatch.monitor.usage.usage_report import MetricsUnavailable, UsageReport, load_report
-from clusterwatch.monitor.usage.web.access import asker, visibility
+from clusterwatch.monitor.usage.web.access import visibility
 
 log = logging.getLogger(__name__)
 
+__all__ = ["LOGIN_NEEDED", "NO_SUCH_JOB", "Refusal", "accounting_refusal", "fetch_report",
+           "json_view"]
+
 NO_SUCH_JOB = "no job with this id that you may see"
-LOGIN_NEEDED = ("log in, or send Authorization: Bearer <token> "
-                "(clusterwatch monitor create_usage_token)")
-
-
-class Refusal(Exception):
-    """A view's answer other than the report: status and a plain one-line message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def json_error(status: int, message: str) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status)
+# The usage API's answer when the reports are off: the variable that turns them on.
+API_OFF = Feature(usage_enabled, "the usage reports are off (CLUSTERWATCH_PROMETHEUS_URL)")
 
 
 def fetch_report(request: HttpRequest, jobid: str, *, with_series: bool,
@@ -75,35 +70,15 @@ def accounting_refusal(exc: AccountingError) -> Refusal:
     return Refusal(503, f"accounting is not available: {exc}")
 
 
-def kept_private(answer: HttpResponse) -> HttpResponse:
-    """A report is one person's: never stored by a shared cache, nor by a browser on a
-    shared machine after logout."""
-    patch_cache_control(answer, private=True, no_store=True)
-    return answer
-
-
 def json_view(body: Callable[..., Any]) -> Callable[..., HttpResponse]:
-    """An API view: its Refusals become JSON errors; GET and HEAD only; 404 when the usage
-    reports are off."""
+    """An API view: GET and HEAD only, 404 when the usage reports are off, its Refusals as
+    JSON errors, private; a body's plain data is sent as indented JSON."""
 
-    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return kept_private(answer(request, *args, **kwargs))
-
-    def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not usage_enabled():
-            return json_error(404, "the usage reports are off (CLUSTERWATCH_PROMETHEUS_URL)")
-        if request.method not in ("GET", "HEAD"):
-            refused: HttpResponse = json_error(405, "only GET")
-            refused["Allow"] = "GET, HEAD"
-            return refused
-        try:
-            result: Union[HttpResponse, Any] = body(request, *args, **kwargs)
-        except Refusal as refusal:
-            return json_error(refusal.status, refusal.message)
+    @functools.wraps(body)
+    def as_json(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        result = body(request, *args, **kwargs)
         if isinstance(result, HttpResponse):
             return result
         return JsonResponse(result, json_dumps_params={"indent": 1})
 
-    view.__name__ = body.__name__
-    view.__doc__ = body.__doc__
-    return view
+    return guarded(json_refusal, feature=API_OFF, method_in_dialect=True)(as_json)

@@ -9,15 +9,11 @@ from typing import Any
 from django.http import HttpRequest
 from django.utils import timezone
 
+from clusterwatch.monitor.core.asking import LOGIN_NEEDED, asker
+from clusterwatch.monitor.core.refusals import Refusal
 from clusterwatch.monitor.usage.accounting.interface import AccountingError
-from clusterwatch.monitor.usage.web.access import asker, may_see_user
-from clusterwatch.monitor.usage.web.answers import (
-    LOGIN_NEEDED,
-    Refusal,
-    accounting_refusal,
-    fetch_report,
-    json_view,
-)
+from clusterwatch.monitor.usage.web.access import may_see_user
+from clusterwatch.monitor.usage.web.answers import accounting_refusal, fetch_report, json_view
 from clusterwatch.monitor.usage.web.list_params import BadParameter, days_back, reads_dates
 from clusterwatch.monitor.usage.web.user_jobs import user_jobs
 

@@ -4,32 +4,26 @@ from __future__ import annotations
 
 from typing import Optional
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_safe
 
 from clusterwatch.monitor.core.models import LatestReport
 from clusterwatch.monitor.core.operators import is_operator
+from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.web.answers import kept_private
 from clusterwatch.monitor.usage.web.list_params import reads_dates
+from clusterwatch.monitor.usage.web.page_views import LIST_HINTS, problem_page
+
+INDEX_OFF = Feature(usage_enabled, lambda _request: redirect("monitor-hosts"))
 
 
 @reads_dates()
-@require_safe
+@guarded(problem_page(LIST_HINTS), feature=INDEX_OFF, entry=Entry.LOGGED_IN)
 def index(request: HttpRequest) -> HttpResponse:
     """The usage reports' index; the hosts page when they are off. Kept by no cache, as
     every usage answer: it links the asker's latest job, and the login redirect (to a
     personal `next`) is no one else's either."""
-    if not usage_enabled():
-        return kept_private(redirect("monitor-hosts"))
-    return kept_private(_index(request))
-
-
-@login_required
-def _index(request: HttpRequest) -> HttpResponse:
     name = request.user.get_username()
     mine = KeptSummary.objects.filter(user=name) if not request.user.is_staff \
         else KeptSummary.objects.all()

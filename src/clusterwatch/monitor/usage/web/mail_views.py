@@ -12,33 +12,24 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.usage.config import usage_enabled
+from clusterwatch.monitor.core.view_guard import guarded
 from clusterwatch.monitor.usage.mail.message import attachment_name, compose
 from clusterwatch.monitor.usage.mail.recipient import greeting_name
 from clusterwatch.monitor.usage.mail.settings import settings_of
-from clusterwatch.monitor.usage.web.answers import Refusal, fetch_report, kept_private
+from clusterwatch.monitor.usage.web.answers import fetch_report
 from clusterwatch.monitor.usage.web.list_params import reads_dates
-from clusterwatch.monitor.usage.web.page_views import JOB_HINTS, problem
+from clusterwatch.monitor.usage.web.page_views import JOB_HINTS, PAGES_OFF, problem_page
 
 TEMPLATE = "usage/mail.html"
 HINTS = {**JOB_HINTS, 403: "Log in at /accounts/login/ to read the emails of your jobs."}
 
 
+# No login page first: fetch_report's 403 page says how to log in (a token reads it too).
 @reads_dates()
-@require_safe
+@guarded(problem_page(HINTS), feature=PAGES_OFF)
 def mail_page(request: HttpRequest, jobid: str) -> HttpResponse:
-    return kept_private(_mail_page(request, jobid))  # one person's report, as the API's
-
-
-def _mail_page(request: HttpRequest, jobid: str) -> HttpResponse:
-    if not usage_enabled():
-        return problem(request, Refusal(404, "the usage reports are off on this monitor"), "")
-    try:
-        report = fetch_report(request, jobid, with_series=False)
-    except Refusal as refusal:
-        return problem(request, refusal, HINTS.get(refusal.status, ""))
+    report = fetch_report(request, jobid, with_series=False)
     document = report.document
     # Without CLUSTERWATCH_EMAIL_BASE_URL the links point where this page was asked from.
     base_url = settings_of(settings).base_url or request.build_absolute_uri("/")

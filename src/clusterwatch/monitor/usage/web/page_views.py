@@ -10,27 +10,21 @@ accounting or Prometheus fails. Anonymous visitors go to the login page.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Callable, TypeVar, cast
+from typing import Callable, TypeVar
 
-from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
-from django.views.decorators.http import require_safe
 
+from clusterwatch.monitor.core.refusals import Refusal
+from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded
 from clusterwatch.monitor.usage.accounting.interface import AccountingError
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.web.access import may_see_user
-from clusterwatch.monitor.usage.web.answers import (
-    Refusal,
-    accounting_refusal,
-    fetch_report,
-    kept_private,
-)
+from clusterwatch.monitor.usage.web.answers import accounting_refusal, fetch_report
 from clusterwatch.monitor.usage.web.api_views import USERNAME_RE
 from clusterwatch.monitor.usage.web.job_page import job_view
 from clusterwatch.monitor.usage.web.job_rows import PAGE_SIZE
@@ -72,26 +66,20 @@ def usage_page(hints: Mapping[int, str]) -> Callable[[View], View]:
     """A page: 404 when the usage reports are off, the login page for anonymous visitors,
     GET and HEAD only, its Refusals shown as pages with their status and `hints`, and
     every answer kept by no cache (one person's report, as the API's)."""
+    return guarded(problem_page(hints), feature=PAGES_OFF, entry=Entry.LOGGED_IN)
 
-    def page(body: View) -> View:
-        @functools.wraps(body)
-        def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            return kept_private(answer(request, *args, **kwargs))
 
-        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not usage_enabled():
-                return problem(request, Refusal(404, "the usage reports are off on this "
-                                                     "monitor"), "")
-            if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
-            try:
-                return body(request, *args, **kwargs)
-            except Refusal as refusal:
-                return problem(request, refusal, hints.get(refusal.status, ""))
+def problem_page(hints: Mapping[int, str]) -> Callable[[HttpRequest, Refusal], HttpResponse]:
+    """The pages' dialect for the view guard: a Refusal as a problem page with its hint."""
+    return lambda request, refusal: problem(request, refusal, hints.get(refusal.status, ""))
 
-        return cast(View, require_safe(view))
 
-    return page
+def _off_page(request: HttpRequest) -> HttpResponse:
+    # No hint: nothing the reader can do about it.
+    return problem(request, Refusal(404, "the usage reports are off on this monitor"), "")
+
+
+PAGES_OFF = Feature(usage_enabled, _off_page)
 
 
 def problem(request: HttpRequest, refusal: Refusal, next_step: str) -> HttpResponse:

@@ -9,39 +9,20 @@ email); a script sends its token. A refusal is a short text/plain answer with it
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, cast
-
-from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_safe
 
+from clusterwatch.monitor.core.refusals import Refusal, text_refusal
+from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
 from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.rendering.cache import RenderCache
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric, series_keys
-from clusterwatch.monitor.usage.web.answers import Refusal, fetch_report, kept_private
+from clusterwatch.monitor.usage.web.answers import fetch_report
 from clusterwatch.monitor.usage.web.list_params import reads_dates
 
-View = Callable[..., HttpResponse]
-
-
-def drawing(body: View) -> View:
-    @functools.wraps(body)
-    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return kept_private(answer(request, *args, **kwargs))
-
-    def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not usage_enabled():
-            return _text(404, "the usage reports are off on this monitor")
-        if not request.user.is_authenticated and "Authorization" not in request.headers:
-            return redirect_to_login(request.get_full_path())
-        try:
-            return body(request, *args, **kwargs)
-        except Refusal as refusal:
-            return _text(refusal.status, refusal.message)
-
-    return cast(View, require_safe(view))
+drawing = guarded(text_refusal, feature=Feature(usage_enabled, "the usage reports are off on "
+                                                               "this monitor"),
+                  entry=Entry.LOGGED_IN_OR_SCRIPT)
 
 
 @reads_dates()
@@ -78,7 +59,3 @@ def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
 
 def _cache() -> RenderCache:
     return RenderCache(get_config().cache_dir)
-
-
-def _text(status: int, message: str) -> HttpResponse:
-    return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
