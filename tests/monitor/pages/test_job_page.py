@@ -9,6 +9,7 @@ from clusterwatch.monitor.pages.job_page import (
     job_queue,
 )
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.pages.why import WhyKind
 from tests.monitor.records import QUEUE, all_fetches_failing, example, parse, recent
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -44,7 +45,7 @@ def test_it_shows_the_last_fetch_of_the_jobs_queue_and_the_worker() -> None:
     assert page.queue_page is not None
     fetch = page.queue_page.panels[0].fetching
     assert fetch.last is not None and fetch.last.error_class == "SSLError"
-    assert page.queue_page.why.kind == "fetch_failing"
+    assert page.queue_page.why.kind is WhyKind.FETCH_FAILING
 
 
 def test_it_asks_for_the_queue_when_it_is_unknown() -> None:

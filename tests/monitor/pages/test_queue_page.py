@@ -8,6 +8,7 @@ from clusterwatch.monitor.pages.queue_page import harvester_panel, queue_page
 from clusterwatch.monitor.pages.queue_rows import limits_by_type, reason_examples
 from clusterwatch.monitor.pages.queue_workers import Example, LaunchLimits, Reason, queue_workers
 from clusterwatch.monitor.pages.stored import StoredRecord
+from clusterwatch.monitor.pages.why import Level
 from clusterwatch.monitor.record.host_record import parse_record
 from tests.monitor.records import (
     QUEUE,
@@ -161,7 +162,7 @@ def test_it_shows_each_harvester_serving_the_queue() -> None:
     assert page.why.text.startswith("pandaharvester01: new workers blocked")
     assert ("pandaharvester02: every fetch in the last interval failed with SSLError"
             in page.why.text)
-    assert page.why.level == "bad" and page.why.error_class == "SSLError"
+    assert page.why.level is Level.BAD and page.why.error_class == "SSLError"
     assert (page.why.line or "").endswith(SSL_MESSAGE)
 
 

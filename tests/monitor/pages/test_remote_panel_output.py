@@ -133,7 +133,7 @@ def printed(name: str, record: dict[str, Any]) -> dict[str, str]:
     panel = harvester_panel(StoredRecord(KEY, 7, record, NOW, NOW), name.split("/")[1], NOW, 300)
     assert panel.remote is not None
     return {"html": render_to_string("monitor/_remote.html", {"panel": panel}),
-            "why": f"{panel.why.kind} {panel.why.text}"}
+            "why": f"{panel.why.kind.value} {panel.why.text}"}
 
 
 @pytest.mark.parametrize("name", NAMES)

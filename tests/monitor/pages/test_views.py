@@ -110,6 +110,12 @@ def test_it_marks_a_stale_queue_page(operator: Client) -> None:
     assert "harvester silent for 25 min: data is stale" in text and "STALE" in text
 
 
+def test_it_colours_the_queue_line_by_its_level_word(operator: Client) -> None:
+    store(fresh(all_fetches_failing(example()), 25))
+    html = operator.get(f"/queues/{QUEUE}/").content.decode()
+    assert '<div class="summary bad">' in html
+
+
 def test_it_shows_every_harvester_serving_the_queue(operator: Client) -> None:
     store(fresh(no_jobs(example())))
     store(as_key(fresh(all_fetches_failing(example())), "pandaharvester02"))

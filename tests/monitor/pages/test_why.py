@@ -8,7 +8,7 @@ from typing import Any
 
 from clusterwatch.monitor.pages.queue_page import harvester_panel
 from clusterwatch.monitor.pages.stored import StoredRecord
-from clusterwatch.monitor.pages.why import Why, queue_why
+from clusterwatch.monitor.pages.why import Level, Why, WhyKind, queue_why
 from tests.monitor.records import (
     QUEUE,
     SSL_MESSAGE,
@@ -31,7 +31,7 @@ def why(record: dict[str, Any], queue: str = QUEUE, age: float = 60) -> Why:
 
 def test_it_names_the_error_class_when_every_fetch_fails() -> None:
     said = why(all_fetches_failing(example()))
-    assert said.kind == "fetch_failing" and said.level == "bad"
+    assert said.kind is WhyKind.FETCH_FAILING and said.level is Level.BAD
     assert said.text == "every fetch in the last interval failed with SSLError (6 of 6)"
     assert said.error_class == "SSLError"
     assert said.line is not None and said.line.endswith(SSL_MESSAGE)
@@ -60,15 +60,15 @@ def test_it_lists_the_classes_when_fetches_fail_in_several_ways() -> None:
 
 def test_it_says_panda_has_no_jobs() -> None:
     said = why(no_jobs(example()))
-    assert said.kind == "no_jobs"
+    assert said.kind is WhyKind.NO_JOBS
     assert said.text.startswith("PanDA has no jobs for this queue: last fetch at ")
     assert said.text.endswith("got 0 (no jobs in PanDA)")
-    assert why(example(), "UM_GREX_PanDA_1").kind == "no_jobs"  # "No jobs in PanDA" too
+    assert why(example(), "UM_GREX_PanDA_1").kind is WhyKind.NO_JOBS  # "No jobs in PanDA" too
 
 
 def test_it_says_new_workers_are_blocked_by_max_workers() -> None:
     said = why(example())
-    assert said.kind == "blocked"
+    assert said.kind is WhyKind.BLOCKED
     assert said.text == ("new workers blocked: n_queue(5) + n_ready(0) + n_running(412) "
                          ">= max_workers(400)")
 
@@ -81,7 +81,7 @@ def test_it_says_new_workers_are_blocked_by_a_zero_limit() -> None:
 
 def test_it_says_the_harvester_is_silent_when_the_data_is_stale() -> None:
     said = why(all_fetches_failing(example()), age=25 * 60)
-    assert said.kind == "stale" and said.level == "bad"
+    assert said.kind is WhyKind.STALE and said.level is Level.BAD
     assert said.text.startswith("harvester silent for 25 min: data is stale")
     assert "every fetch in the last interval failed with SSLError" in said.text
     assert said.error_class == "SSLError" and (said.line or "").endswith(SSL_MESSAGE)
@@ -89,7 +89,7 @@ def test_it_says_the_harvester_is_silent_when_the_data_is_stale() -> None:
 
 def test_it_says_no_fetch_was_logged_for_a_queue_only_the_adjuster_names() -> None:
     said = why(example(), "MWT2_UCORE")
-    assert said.kind == "no_fetch"
+    assert said.kind is WhyKind.NO_FETCH
     assert said.text == ("the harvester logged no job fetch for this queue in the last "
                          "interval")
 
@@ -98,7 +98,7 @@ def test_it_says_when_the_fetcher_log_could_not_be_read() -> None:
     record = example()
     record["fetching"]["read"]["error"] = "cannot open panda-job_fetcher.log: Permission denied"
     said = why(record)
-    assert said.kind == "unreadable" and "Permission denied" in said.text
+    assert said.kind is WhyKind.UNREADABLE and "Permission denied" in said.text
 
 
 def test_it_says_submission_fails() -> None:
@@ -107,7 +107,7 @@ def test_it_says_submission_fails() -> None:
     record["fetching"]["queues"][QUEUE]["last"].update(outcome="OK", got=5)
     record["submission"]["queues"][QUEUE].update(workers_submitted=0, submit_failures=3)
     said = why(record)
-    assert said.kind == "submit_failing"
+    assert said.kind is WhyKind.SUBMIT_FAILING
     assert said.text.startswith("worker submission failing: 3 failures")
 
 
@@ -115,7 +115,7 @@ def test_it_says_jobs_arrive_despite_some_failures() -> None:
     record = copy.deepcopy(example())
     record["adjustment"]["queues"].pop(QUEUE)
     said = why(record)
-    assert said.kind == "some_failed" and said.level == "warn"
+    assert said.kind is WhyKind.SOME_FAILED and said.level is Level.WARN
     assert said.text.startswith("4 of 6 fetches failed (SSLError: 2, ReadTimeout: 1, "
                                 "database timeout: 1); jobs still arrive: got 47")
 
@@ -126,7 +126,7 @@ def test_it_says_jobs_arrive_when_nothing_blocks() -> None:
     entry = record["fetching"]["queues"][QUEUE]
     entry.update(failed=0, errors={})
     said = why(record)
-    assert (said.kind, said.level) == ("working", "ok")
+    assert (said.kind, said.level) == (WhyKind.WORKING, Level.OK)
     assert said.text == "jobs arrive: got 47 in the last interval"
 
 
@@ -134,16 +134,26 @@ def test_it_says_a_first_run_counted_nothing() -> None:
     record = recent(example(), NOW)
     record["interval"]["first_run"] = True
     stored = StoredRecord("k", 1, record, NOW)
-    assert harvester_panel(stored, QUEUE, NOW, 300).why.kind == "first_run"
+    assert harvester_panel(stored, QUEUE, NOW, 300).why.kind is WhyKind.FIRST_RUN
 
 
 def test_it_combines_harvesters_naming_each_and_keeping_the_worst_level() -> None:
-    good = Why("working", "jobs arrive: got 3 in the last interval", "ok")
-    bad = Why("fetch_failing", "every fetch in the last interval failed with SSLError (2 of 2)",
-              "bad", "SSLError", "line")
+    good = Why(WhyKind.WORKING, "jobs arrive: got 3 in the last interval", Level.OK)
+    bad = Why(WhyKind.FETCH_FAILING,
+              "every fetch in the last interval failed with SSLError (2 of 2)", Level.BAD,
+              "SSLError", "line")
     combined = queue_why([("h1", good), ("h2", bad)])
     assert combined.text == ("h1: jobs arrive: got 3 in the last interval; h2: every fetch in "
                              "the last interval failed with SSLError (2 of 2)")
-    assert (combined.level, combined.error_class, combined.line) == ("bad", "SSLError", "line")
+    assert (combined.kind, combined.level, combined.error_class, combined.line) == (
+        WhyKind.FETCH_FAILING, Level.BAD, "SSLError", "line")
     assert queue_why([("h1", good)]) is good
     assert queue_why([]).text == "no harvester reported this queue"
+
+
+def test_it_ranks_a_warning_between_ok_and_bad() -> None:
+    ok = Why(WhyKind.WORKING, "jobs arrive", Level.OK)
+    warn = Why(WhyKind.NO_JOBS, "PanDA has no jobs", Level.WARN)
+    bad = Why(WhyKind.STALE, "harvester silent", Level.BAD)
+    assert queue_why([("h1", warn), ("h2", ok)]).kind is WhyKind.NO_JOBS
+    assert queue_why([("h1", warn), ("h2", bad), ("h3", ok)]).level is Level.BAD

@@ -19,7 +19,7 @@ from typing import Optional
 from clusterwatch.monitor.core.humanize import duration_text
 from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.monitor.pages.queue_logs import Submission
-from clusterwatch.monitor.pages.why import Why
+from clusterwatch.monitor.pages.why import Level, Why, WhyKind
 from clusterwatch.monitor.record.harvester_db import DbPart
 from clusterwatch.monitor.record.host_record import HostRecord
 from clusterwatch.monitor.record.reading import Counts
@@ -182,20 +182,22 @@ def remote_why(remote: RemotePanel, submit: Submission) -> Why:
     (its fetcher's log, which the reporter's rule starts from, is not readable)."""
     age = remote.instance.heartbeat_age_s
     if remote.instance.error is not None:
-        return Why("stale", f"no heartbeat: {remote.instance.error}", "bad")
+        return Why(WhyKind.STALE, f"no heartbeat: {remote.instance.error}", Level.BAD)
     if age is not None and age > HEARTBEAT_STALE_S:
-        return Why("stale", f"no heartbeat from the harvester for {duration_text(age)}", "bad")
+        return Why(WhyKind.STALE, f"no heartbeat from the harvester for {duration_text(age)}",
+                   Level.BAD)
     if remote.status is not None and remote.status.active is False:
-        return Why("blocked", f"queue status {remote.status.status}: the harvester runs no "
-                   "workers for it", "bad")
+        return Why(WhyKind.BLOCKED, f"queue status {remote.status.status}: the harvester runs no "
+                   "workers for it", Level.BAD)
     if remote.limit is not None and remote.limit.value == 0:
-        return Why("blocked", f"the limit in force is 0 ({remote.limit.derivation})", "bad")
+        return Why(WhyKind.BLOCKED, f"the limit in force is 0 ({remote.limit.derivation})",
+                   Level.BAD)
     if submit.submit_failures and not submit.workers_submitted:
-        return Why("submit_failing", f"worker submission failing: {submit.submit_failures} "
-                   "failures and no worker submitted in the last interval", "bad")
+        return Why(WhyKind.SUBMIT_FAILING, f"worker submission failing: {submit.submit_failures} "
+                   "failures and no worker submitted in the last interval", Level.BAD)
     submitted = f"{submit.workers_submitted or 0} workers submitted in the last interval"
     if remote.pull_mode:
-        return Why("working", f"a pull-mode queue: its pilots fetch their own jobs; "
-                   f"{submitted}", "ok")
-    return Why("unclear", f"no block the PanDA server shows; {submitted} (its job fetching "
-               "is in its logs only)", "warn")
+        return Why(WhyKind.WORKING, f"a pull-mode queue: its pilots fetch their own jobs; "
+                   f"{submitted}", Level.OK)
+    return Why(WhyKind.UNCLEAR, f"no block the PanDA server shows; {submitted} (its job fetching "
+               "is in its logs only)", Level.WARN)
