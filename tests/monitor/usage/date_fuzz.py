@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from clusterwatch.monitor.usage.web.list_params import DATE_PARAMETERS
+from clusterwatch.monitor.core.view_guard import DATE_PARAMETERS
 
 # The packages whose every endpoint must declare its date parameters (none is a declaration).
 DECLARING = ("clusterwatch.monitor.usage.", "clusterwatch.monitor.panda.")

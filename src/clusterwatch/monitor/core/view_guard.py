@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union, cast
+from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
@@ -91,3 +91,20 @@ def _sent_to_login(request: HttpRequest, entry: Entry) -> bool:
     if entry is Entry.LOGGED_IN:
         return True
     return entry is Entry.LOGGED_IN_OR_SCRIPT and "Authorization" not in request.headers
+
+
+# The attribute reads_dates sets on a view.
+DATE_PARAMETERS = "date_parameters"
+Declared = TypeVar("Declared", bound=Callable[..., object])
+
+
+def reads_dates(*names: str) -> Callable[[Declared], Declared]:
+    """Declares the query parameters of a view that name a day or a span of days (none for
+    most): the test that fuzzes every usage and PanDA endpoint's dates reads them from the
+    URLconf, so a new endpoint or parameter is fuzzed without being listed there."""
+
+    def declare(view: Declared) -> Declared:
+        setattr(view, DATE_PARAMETERS, names)
+        return view
+
+    return declare

@@ -19,11 +19,10 @@ from django.utils import timezone
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.core.refusals import Refusal, json_refusal
-from clusterwatch.monitor.core.view_guard import Entry, guarded
+from clusterwatch.monitor.core.view_guard import Entry, guarded, reads_dates
 from clusterwatch.monitor.panda.image_demand import BadParameter, image_demand, slot_of
 from clusterwatch.monitor.panda.panda_db import failure_of
 from clusterwatch.monitor.panda.panda_settings import panda_database
-from clusterwatch.monitor.usage.web.list_params import reads_dates
 
 
 # Not private: the counts are the same for every asker (and they never were).

@@ -9,10 +9,9 @@ from django.shortcuts import redirect, render
 
 from clusterwatch.monitor.core.models import LatestReport
 from clusterwatch.monitor.core.operators import is_operator
-from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded
+from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded, reads_dates
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.web.list_params import reads_dates
 from clusterwatch.monitor.usage.web.page_views import LIST_HINTS, problem_page
 
 INDEX_OFF = Feature(usage_enabled, lambda _request: redirect("monitor-hosts"))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Callable, Optional, TypeVar
+from typing import Optional
 
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.web.job_rows import BY_KEY, DEFAULT_ORDER, DEFAULT_SORT
@@ -24,22 +24,8 @@ _DAYS = re.compile(r"[0-9]{1,3}")
 # ASCII digits only ([0-9] in a str pattern is ASCII): the form's date input sends this
 # shape; date.fromisoformat would also read 20261129 and week dates (2026-W01-1).
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
-DATE_PARAMETERS = "date_parameters"  # the attribute reads_dates sets on a view
 
 Params = Mapping[str, Sequence[str]]
-View = TypeVar("View", bound=Callable[..., object])
-
-
-def reads_dates(*names: str) -> Callable[[View], View]:
-    """Declares the query parameters of a view that name a day or a span of days (none for
-    most): the test that fuzzes every usage and PanDA endpoint's dates reads them from the
-    URLconf, so a new endpoint or parameter is fuzzed without being listed there."""
-
-    def declare(view: View) -> View:
-        setattr(view, DATE_PARAMETERS, names)
-        return view
-
-    return declare
 
 
 class BadParameter(ValueError):

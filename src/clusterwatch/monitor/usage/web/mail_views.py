@@ -13,12 +13,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
-from clusterwatch.monitor.core.view_guard import guarded
+from clusterwatch.monitor.core.view_guard import guarded, reads_dates
 from clusterwatch.monitor.usage.mail.message import attachment_name, compose
 from clusterwatch.monitor.usage.mail.recipient import greeting_name
 from clusterwatch.monitor.usage.mail.settings import settings_of
 from clusterwatch.monitor.usage.web.answers import fetch_report
-from clusterwatch.monitor.usage.web.list_params import reads_dates
 from clusterwatch.monitor.usage.web.page_views import JOB_HINTS, PAGES_OFF, problem_page
 
 TEMPLATE = "usage/mail.html"

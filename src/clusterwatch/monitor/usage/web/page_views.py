@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from clusterwatch.monitor.core.refusals import Refusal
-from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded
+from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded, reads_dates
 from clusterwatch.monitor.usage.accounting.interface import AccountingError
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.config import usage_enabled
@@ -31,7 +31,6 @@ from clusterwatch.monitor.usage.web.job_rows import PAGE_SIZE
 from clusterwatch.monitor.usage.web.list_params import (
     BadParameter,
     Params,
-    reads_dates,
     staff_query,
     user_query,
 )

@@ -12,13 +12,12 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 
 from clusterwatch.monitor.core.refusals import Refusal, text_refusal
-from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded
+from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded, reads_dates
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
 from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.rendering.cache import RenderCache
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric, series_keys
 from clusterwatch.monitor.usage.web.answers import fetch_report
-from clusterwatch.monitor.usage.web.list_params import reads_dates
 
 drawing = guarded(text_refusal, feature=Feature(usage_enabled, "the usage reports are off on "
                                                                "this monitor"),
