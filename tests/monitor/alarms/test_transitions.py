@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from clusterwatch.monitor.alarms.observation import (
-    CLEAR,
-    FIRING,
-    UNKNOWN,
+    AlarmState,
     Observation,
     RuleSettings,
 )
@@ -29,45 +27,46 @@ def opened(evidence_at: Optional[float] = T0, detail: str = "d") -> dict[str, Op
 
 
 def test_it_opens_an_alarm_on_a_firing_observation() -> None:
-    (change,) = decide({}, seen(FIRING, T0, "full"), T0 + 5)
+    (change,) = decide({}, seen(AlarmState.FIRING, T0, "full"), T0 + 5)
     assert change == Transition(Change.ALERT, DISK, "s", "full",
                                 incident_id(DISK, T0 + 5, digest_bytes=ALARM_ID_BYTES), T0)
 
 
 def test_it_names_the_incident_as_the_alarm_table_and_channels_already_know_it() -> None:
     # 12 hex digits, unlike the pool watch's 8: stored alarms and sent messages keep theirs.
-    (change,) = decide({}, seen(FIRING, T0, "full"), T0 + 5)
+    (change,) = decide({}, seen(AlarmState.FIRING, T0, "full"), T0 + 5)
     assert change.incident == "704251fafff8"
 
 
 def test_it_holds_an_open_alarm_while_the_condition_holds() -> None:
-    assert decide(opened(), seen(FIRING, T0 + 300), T0 + 300) == []
+    assert decide(opened(), seen(AlarmState.FIRING, T0 + 300), T0 + 300) == []
 
 
 def test_it_updates_the_message_of_an_open_alarm_without_a_new_incident() -> None:
-    (change,) = decide(opened(), seen(FIRING, T0 + 300, "fuller"), T0 + 300)
+    (change,) = decide(opened(), seen(AlarmState.FIRING, T0 + 300, "fuller"), T0 + 300)
     assert (change.action, change.incident, change.detail) == (Change.UPDATE, "abc123", "fuller")
     assert change.evidence_at == T0  # still the record that raised it
 
 
 def test_it_recovers_only_on_a_newer_record() -> None:
-    assert decide(opened(), seen(CLEAR, T0), T0 + 60) == []  # the same record, read again
-    assert decide(opened(), seen(CLEAR, T0 - 60), T0 + 60) == []  # an older (backlog) one
-    (change,) = decide(opened(), seen(CLEAR, T0 + 300, "below"), T0 + 300)
+    # The same record, read again, and an older (backlog) one.
+    assert decide(opened(), seen(AlarmState.CLEAR, T0), T0 + 60) == []
+    assert decide(opened(), seen(AlarmState.CLEAR, T0 - 60), T0 + 60) == []
+    (change,) = decide(opened(), seen(AlarmState.CLEAR, T0 + 300, "below"), T0 + 300)
     assert (change.action, change.incident, change.detail) == (Change.RECOVER, "abc123", "below")
 
 
 def test_it_recovers_an_alarm_raised_on_no_record_with_the_first_record() -> None:
-    (change,) = decide(opened(evidence_at=None), seen(CLEAR, T0), T0)
+    (change,) = decide(opened(evidence_at=None), seen(AlarmState.CLEAR, T0), T0)
     assert change.action == Change.RECOVER
-    assert decide(opened(evidence_at=None), seen(CLEAR, None), T0) == []
+    assert decide(opened(evidence_at=None), seen(AlarmState.CLEAR, None), T0) == []
 
 
 def test_it_leaves_alarms_alone_when_the_data_cannot_tell() -> None:
-    assert decide(opened(), seen(UNKNOWN, T0 + 300), T0 + 300) == []
-    assert decide({}, seen(UNKNOWN, T0 + 300), T0 + 300) == []
+    assert decide(opened(), seen(AlarmState.UNKNOWN, T0 + 300), T0 + 300) == []
+    assert decide({}, seen(AlarmState.UNKNOWN, T0 + 300), T0 + 300) == []
     assert decide(opened(), {}, T0 + 300) == []
-    assert decide({}, seen(CLEAR, T0 + 300), T0 + 300) == []
+    assert decide({}, seen(AlarmState.CLEAR, T0 + 300), T0 + 300) == []
 
 
 def run(open_alarms: dict[str, OpenAlarm], facts: KeyFacts, now: float) -> list[Transition]:
@@ -108,5 +107,5 @@ def test_it_does_not_recover_a_stale_key_from_its_old_record() -> None:
     # A bigger interval would call the same record fresh: not newer, so no recovery.
     facts = KeyFacts("pandaharvester01", parse_record(record), T0)
     observations = observe_key(facts, T0 + 1000, RuleSettings(report_interval_s=3600), raised)
-    assert observations["reporter_stale:pandaharvester01"].state == CLEAR
+    assert observations["reporter_stale:pandaharvester01"].state is AlarmState.CLEAR
     assert decide(raised, observations, T0 + 1000) == []

@@ -14,12 +14,10 @@ from typing import Optional
 
 from clusterwatch.monitor.alarms import wording
 from clusterwatch.monitor.alarms.observation import (
-    CLEAR,
     DETAIL_CHARS,
     DISK,
-    FIRING,
-    UNKNOWN,
     VOLUMES,
+    AlarmState,
     Observation,
     RuleSettings,
     split_target,
@@ -121,14 +119,17 @@ def observe_disks(
         subject = f"{key} {fs.named()}: {space}"
         if used >= limit:
             seen[target(DISK, key, fs.mount)] = Observation(
-                FIRING, f"{used:.1f} %", _cut(f"{subject} (alarm at {limit:g} %)"), evidence_at)
+                AlarmState.FIRING, f"{used:.1f} %", _cut(f"{subject} (alarm at {limit:g} %)"),
+                evidence_at)
         else:
             seen[target(DISK, key, fs.mount)] = Observation(
-                CLEAR, f"{used:.1f} %", _cut(f"{subject}, below {limit:g} % again"), evidence_at)
+                AlarmState.CLEAR, f"{used:.1f} %", _cut(f"{subject}, below {limit:g} % again"),
+                evidence_at)
     unread_open: list[str] = []
     for mount, why in volumes.failed.items():
         name = target(DISK, key, mount)
-        seen[name] = Observation(UNKNOWN, "no reading", f"{key} {mount}: {why}", evidence_at)
+        seen[name] = Observation(AlarmState.UNKNOWN, "no reading", f"{key} {mount}: {why}",
+                                 evidence_at)
         if name in open_targets:
             unread_open.append(mount)
     for name in open_targets:
@@ -137,16 +138,17 @@ def observe_disks(
             continue
         mount = filesystem
         if volumes.section_error is not None:
-            seen[name] = Observation(UNKNOWN, "no reading", f"{key} {mount}: no reading",
-                                     evidence_at)
+            seen[name] = Observation(AlarmState.UNKNOWN, "no reading",
+                                     f"{key} {mount}: no reading", evidence_at)
             unread_open.append(mount)
         elif mount in volumes.alias_of:
             seen[name] = Observation(
-                CLEAR, "alias", f"{key} {mount}: now counted as {volumes.alias_of[mount]} "
-                "(the same filesystem)", evidence_at)
+                AlarmState.CLEAR, "alias",
+                f"{key} {mount}: now counted as {volumes.alias_of[mount]} (the same filesystem)",
+                evidence_at)
         else:
             seen[name] = Observation(
-                CLEAR, "not watched", f"{key} {mount}: no longer among the volumes the "
+                AlarmState.CLEAR, "not watched", f"{key} {mount}: no longer among the volumes the "
                 "reporter reads", evidence_at)
     seen[target(VOLUMES, key)] = _volume_reading(key, volumes, unread_open, evidence_at)
     return seen
@@ -166,9 +168,9 @@ def _volume_reading(
                + _failures(volumes.failed, unread_open))
     else:
         mounts = ", ".join(sorted(volumes.filesystems))
-        return Observation(CLEAR, "read", f"{key}: disk volumes are read again ({mounts})",
-                           evidence_at)
-    return Observation(FIRING, "no reading",
+        return Observation(AlarmState.CLEAR, "read",
+                           f"{key}: disk volumes are read again ({mounts})", evidence_at)
+    return Observation(AlarmState.FIRING, "no reading",
                        _cut(f"{key}: disk volume reading missing in the record collected "
                             f"{collected} — {why}"), evidence_at)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Optional
 
@@ -12,9 +13,15 @@ VOLUMES = "volume_reading_missing"
 PANDA = "panda_unreachable"
 CHECKS = (DISK, STALE, VOLUMES, PANDA)
 
-FIRING = "firing"  # the condition holds: open an alarm, or keep it open
-CLEAR = "clear"  # the condition does not hold: recover an open alarm (on newer evidence)
-UNKNOWN = "unknown"  # the data cannot tell: leave the alarm as it is, open or not
+
+class AlarmState(enum.Enum):
+    """What a rule says of its condition; never stored or sent (the alarm table keeps
+    open and closed alarms, the events their action)."""
+
+    FIRING = "firing"  # the condition holds: open an alarm, or keep it open
+    CLEAR = "clear"  # the condition does not hold: recover an open alarm (on newer evidence)
+    UNKNOWN = "unknown"  # the data cannot tell: leave the alarm as it is, open or not
+
 
 DETAIL_CHARS = 900  # one message, error line included: fits a Slack line and a log line
 ERROR_LINE_CHARS = 500
@@ -22,7 +29,7 @@ ERROR_LINE_CHARS = 500
 
 @dataclass(frozen=True)
 class Observation:
-    state: str  # FIRING, CLEAR or UNKNOWN
+    state: AlarmState
     status: str  # a few words for the event and Alertmanager's annotation: "93.1 %", "SSLError"
     detail: str  # the message, starting with the subject: "pandaharvester01 /data: ..."
     # When the evidence was collected (epoch seconds): the record's collected_at, or a

@@ -15,11 +15,9 @@ from typing import Optional
 
 from clusterwatch.monitor.alarms import wording
 from clusterwatch.monitor.alarms.observation import (
-    CLEAR,
     DETAIL_CHARS,
     ERROR_LINE_CHARS,
-    FIRING,
-    UNKNOWN,
+    AlarmState,
     Observation,
 )
 from clusterwatch.monitor.record.host_record import HostRecord
@@ -34,7 +32,7 @@ def observe_fetching(key: str, record: HostRecord, evidence_at: float) -> Observ
     queues = record.fetching.queues
     if queues is None:
         why = record.fetching.error or "no queues"
-        return Observation(UNKNOWN, "not read", f"{key}: fetch log not read ({why})",
+        return Observation(AlarmState.UNKNOWN, "not read", f"{key}: fetch log not read ({why})",
                            evidence_at)
     attempts = failed = 0
     classes: Counter[str] = Counter()
@@ -45,26 +43,27 @@ def observe_fetching(key: str, record: HostRecord, evidence_at: float) -> Observ
             if count > 0:
                 classes[error_class] += count
     if attempts == 0:
-        return Observation(UNKNOWN, "no fetches", f"{key}: no fetch attempt in the interval",
-                           evidence_at)
+        return Observation(AlarmState.UNKNOWN, "no fetches",
+                           f"{key}: no fetch attempt in the interval", evidence_at)
     if failed < attempts:
         ok = attempts - failed
         last_ok = _last_success(queues)
         when = f", last {last_ok}" if last_ok else ""
-        return Observation(CLEAR, "fetching",
+        return Observation(AlarmState.CLEAR, "fetching",
                            wording.one_line(f"{key}: fetches succeed again ({ok} of {attempts} "
                                             f"OK{when})", DETAIL_CHARS), evidence_at)
     if len(classes) != 1:
         kinds = ", ".join(sorted(classes)) or "no error class recorded"
-        return Observation(UNKNOWN, "failing", f"{key}: every fetch failed, not with one error "
-                           f"class ({kinds})", evidence_at)
+        return Observation(AlarmState.UNKNOWN, "failing",
+                           f"{key}: every fetch failed, not with one error class ({kinds})",
+                           evidence_at)
     (error_class,) = classes
     # The reporter keeps the traceback's first line on the error line: noise in a message.
     line = " ".join(_last_error_line(record, queues, error_class).split())
     line = line.removesuffix(TRACEBACK).rstrip()
     detail = (f"{key}: every fetch failed with {error_class} ({failed} of {attempts}) — "
               f"last error: {wording.one_line(line, ERROR_LINE_CHARS)}")
-    return Observation(FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
+    return Observation(AlarmState.FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
                        evidence_at)
 
 

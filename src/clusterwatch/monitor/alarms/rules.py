@@ -15,11 +15,9 @@ from typing import Optional
 from clusterwatch.monitor.alarms import wording
 from clusterwatch.monitor.alarms.disk_rule import observe_disks
 from clusterwatch.monitor.alarms.observation import (
-    CLEAR,
-    FIRING,
     PANDA,
     STALE,
-    UNKNOWN,
+    AlarmState,
     Observation,
     RuleSettings,
     split_target,
@@ -50,12 +48,13 @@ def observe_key(
         # Its tokens are revoked: it is not expected to report any more, and what it last
         # said cannot be updated. Close what is open rather than keep it forever.
         revoked = wording.utc(facts.retired_at)
-        return {name: Observation(CLEAR, "retired", f"{key}: no longer expected to report (its "
-                                  f"token was revoked {revoked})", facts.retired_at)
+        return {name: Observation(AlarmState.CLEAR, "retired",
+                                  f"{key}: no longer expected to report (its token was "
+                                  f"revoked {revoked})", facts.retired_at)
                 for name in mine}
     stale = observe_staleness(facts, now, settings)
     observations = {target(STALE, key): stale}
-    if stale.state != CLEAR or facts.record is None or facts.collected_at is None:
+    if stale.state is not AlarmState.CLEAR or facts.record is None or facts.collected_at is None:
         return observations  # every other alarm of the key stays as it is
     observations.update(observe_disks(key, facts.record, facts.collected_at, settings, mine))
     observations[target(PANDA, key)] = observe_fetching(key, facts.record, facts.collected_at)
@@ -66,15 +65,15 @@ def observe_staleness(facts: KeyFacts, now: float, settings: RuleSettings) -> Ob
     key = facts.key
     if facts.collected_at is None:
         if facts.expected_since is None:
-            return Observation(UNKNOWN, "not expected", f"{key}: no record and no active token",
-                               None)
+            return Observation(AlarmState.UNKNOWN, "not expected",
+                               f"{key}: no record and no active token", None)
         waited = now - facts.expected_since
         since = wording.utc_age(facts.expected_since, now)
         if waited <= settings.grace_s:
-            return Observation(UNKNOWN, "waiting", f"{key}: no record yet ("
+            return Observation(AlarmState.UNKNOWN, "waiting", f"{key}: no record yet ("
                                f"{'registered' if facts.registered else 'token created'} "
                                f"{since})", None)
-        return Observation(FIRING, "never reported",
+        return Observation(AlarmState.FIRING, "never reported",
                            f"{key}: never reported since "
                            f"{'it was registered' if facts.registered else 'its token was created'}"
                            f" {since} (allowed {wording.duration(settings.grace_s)})", None)
@@ -83,13 +82,14 @@ def observe_staleness(facts: KeyFacts, now: float, settings: RuleSettings) -> Ob
     stale_after = settings.stale_after_record_s(
         facts.record.interval.expected_s if facts.record is not None else None)
     if age > stale_after:
-        return Observation(FIRING, "silent",
+        return Observation(AlarmState.FIRING, "silent",
                            f"{key}: no record for {wording.duration(age)} (last collected "
                            f"{wording.utc(facts.collected_at)}; stale after "
                            f"{wording.duration(stale_after)}) — its other alarms "
                            "stay as they are until it reports", facts.collected_at)
-    return Observation(CLEAR, "reporting", f"{key}: reports again (latest record collected "
-                       f"{collected})", facts.collected_at)
+    return Observation(AlarmState.CLEAR, "reporting",
+                       f"{key}: reports again (latest record collected {collected})",
+                       facts.collected_at)
 
 
 def observe_all(

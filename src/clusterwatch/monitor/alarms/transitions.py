@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from clusterwatch.monitor.alarms.observation import CLEAR, FIRING, Observation
+from clusterwatch.monitor.alarms.observation import AlarmState, Observation
 from clusterwatch.notify.incident import ALARM_ID_BYTES, Action, incident_id
 
 
@@ -65,7 +65,7 @@ def decide(
     for name in sorted(observations):
         seen = observations[name]
         current = open_alarms.get(name)
-        if seen.state == FIRING:
+        if seen.state is AlarmState.FIRING:
             if current is None:
                 incident = incident_id(name, now, digest_bytes=ALARM_ID_BYTES)
                 transitions.append(Transition(Change.ALERT, name, seen.status, seen.detail,
@@ -73,7 +73,7 @@ def decide(
             elif (seen.status, seen.detail) != (current.status, current.detail):
                 transitions.append(Transition(Change.UPDATE, name, seen.status, seen.detail,
                                               current.incident, current.evidence_at))
-        elif (seen.state == CLEAR and current is not None
+        elif (seen.state is AlarmState.CLEAR and current is not None
               and is_newer(seen.evidence_at, current.evidence_at)):
             transitions.append(Transition(Change.RECOVER, name, seen.status, seen.detail,
                                           current.incident, seen.evidence_at))
