@@ -31,7 +31,12 @@ from clusterwatch.monitor.core.models import (
 from clusterwatch.monitor.pages.alarms_page import alarms_context
 from clusterwatch.monitor.pages.hosts_page import hosts_page
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
-from clusterwatch.monitor.pages.job_page import PushSeen, clean_queue_name, job_page, job_queue
+from clusterwatch.monitor.pages.panda_job_page import (
+    PushSeen,
+    clean_queue_name,
+    job_page,
+    job_queue,
+)
 from clusterwatch.monitor.pages.queue_page import queue_page
 from clusterwatch.monitor.pages.queue_query import serving, serving_and_registered
 from clusterwatch.monitor.pages.stored import StoredRecord

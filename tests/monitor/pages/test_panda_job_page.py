@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from clusterwatch.monitor.pages.job_page import (
+from clusterwatch.monitor.pages.panda_job_page import (
     PushSeen,
     clean_queue_name,
     job_page,

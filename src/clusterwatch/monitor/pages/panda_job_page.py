@@ -1,5 +1,6 @@
-"""The job page's data: for a PanDA job that is activated and not yet fetched, the last fetch
-of its queue by each harvester serving it (when it last asked, and what it got).
+"""The PanDA job page's data (`/jobs/<pandaid>/`): for a PanDA job that is activated and not yet
+fetched, the last fetch of its queue by each harvester serving it (when it last asked, and
+what it got).
 
 The queue comes from a worker-to-PandaID push the harvester reported, when there is one (it
 also names the worker), else from the `queue` the operator gave.
