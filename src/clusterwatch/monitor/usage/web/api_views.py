@@ -14,8 +14,12 @@ from clusterwatch.monitor.core.refusals import Refusal
 from clusterwatch.monitor.core.view_guard import reads_dates
 from clusterwatch.monitor.usage.accounting.interface import AccountingError
 from clusterwatch.monitor.usage.web.access import may_see_user
-from clusterwatch.monitor.usage.web.answers import accounting_refusal, fetch_report, json_view
 from clusterwatch.monitor.usage.web.list_params import BadParameter, days_back
+from clusterwatch.monitor.usage.web.report_answers import (
+    accounting_refusal,
+    fetch_report,
+    json_view,
+)
 from clusterwatch.monitor.usage.web.user_jobs import user_jobs
 
 USERNAME_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")

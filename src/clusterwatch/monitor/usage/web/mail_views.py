@@ -17,8 +17,8 @@ from clusterwatch.monitor.core.view_guard import guarded, reads_dates
 from clusterwatch.monitor.usage.mail.message import attachment_name, compose
 from clusterwatch.monitor.usage.mail.recipient import greeting_name
 from clusterwatch.monitor.usage.mail.settings import settings_of
-from clusterwatch.monitor.usage.web.answers import fetch_report
 from clusterwatch.monitor.usage.web.page_views import JOB_HINTS, PAGES_OFF, problem_page
+from clusterwatch.monitor.usage.web.report_answers import fetch_report
 
 TEMPLATE = "usage/mail.html"
 HINTS = {**JOB_HINTS, 403: "Log in at /accounts/login/ to read the emails of your jobs."}

@@ -24,7 +24,6 @@ from clusterwatch.monitor.usage.accounting.interface import AccountingError
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.config import usage_enabled
 from clusterwatch.monitor.usage.web.access import may_see_user
-from clusterwatch.monitor.usage.web.answers import accounting_refusal, fetch_report
 from clusterwatch.monitor.usage.web.api_views import USERNAME_RE
 from clusterwatch.monitor.usage.web.job_page import job_view
 from clusterwatch.monitor.usage.web.job_rows import PAGE_SIZE
@@ -34,6 +33,7 @@ from clusterwatch.monitor.usage.web.list_params import (
     staff_query,
     user_query,
 )
+from clusterwatch.monitor.usage.web.report_answers import accounting_refusal, fetch_report
 from clusterwatch.monitor.usage.web.row_markup import user_rows
 from clusterwatch.monitor.usage.web.staff_rows import STAFF_ROWS, least_efficient
 from clusterwatch.monitor.usage.web.user_jobs import user_jobs

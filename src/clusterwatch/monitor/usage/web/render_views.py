@@ -17,7 +17,7 @@ from clusterwatch.monitor.usage.config import get_config, usage_enabled
 from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.rendering.cache import RenderCache
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric, series_keys
-from clusterwatch.monitor.usage.web.answers import fetch_report
+from clusterwatch.monitor.usage.web.report_answers import fetch_report
 
 drawing = guarded(text_refusal, feature=Feature(usage_enabled, "the usage reports are off on "
                                                                "this monitor"),
