@@ -17,7 +17,7 @@ from clusterwatch.monitor.usage.accounting.sacct import SacctAccounting
 from clusterwatch.monitor.usage.accounting.sacct_parse import find_job, parse_sacct
 from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
-from clusterwatch.monitor.usage.mail.delivery import deliver_due
+from clusterwatch.monitor.usage.mail.delivery import MailOutcome, deliver_due
 from clusterwatch.monitor.usage.mail.poll import poll
 from clusterwatch.monitor.usage.models import UsageMail
 from tests.monitor.usage.mail_support import DOMAIN, MailSite, sender
@@ -95,7 +95,7 @@ def test_an_email_queued_for_someone_else_than_the_jobs_owner_goes_to_the_owner(
     mail_outbox.enqueue("700", user="mallory", recipient=f"mallory@{DOMAIN}", trigger="poller",
                         now=django_timezone.now())
     results = deliver_due(sender(), django_timezone.now())
-    assert [(r.jobid, r.outcome) for r in results] == [("700", "sent")]
+    assert [(r.jobid, r.outcome) for r in results] == [("700", MailOutcome.SENT)]
     [message] = mail_site.smtp.wait_for(1)
     assert message["To"] == f"alice@{DOMAIN}"
     row = UsageMail.objects.get(jobid="700")

@@ -61,6 +61,7 @@ def test_the_poller_sends_each_ended_job_once_however_often_it_runs(cli: Cli) ->
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == f"job 10: sent: to alice@{DOMAIN}"
     assert "1 jobs ended since" in first.stderr and "1 queued" in first.stderr
+    assert "usage_mail: 1 sent" in first.stderr.splitlines()
     again = cli.run("monitor", "usage_mail")
     assert again.returncode == 0 and again.stdout == ""
     [message] = cli.smtp.wait_for(2, timeout=1)

@@ -12,7 +12,7 @@ from django.utils import timezone as django_timezone
 from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
-from clusterwatch.monitor.usage.mail.delivery import deliver, deliver_due
+from clusterwatch.monitor.usage.mail.delivery import MailOutcome, deliver, deliver_due
 from clusterwatch.monitor.usage.mail.poll import OVERLAP, poll
 from clusterwatch.monitor.usage.models import UsageMail
 from tests.monitor.usage.mail_support import (
@@ -44,7 +44,7 @@ def test_it_sends_text_and_html_parts_with_the_pdf_attached(mail_site: MailSite,
     ended_job(mail_site, cpus=2, req_mem="8G")
     queue()
     results = deliver_due(sender(), django_timezone.now())
-    assert [(r.jobid, r.outcome) for r in results] == [("4242", "sent")]
+    assert [(r.jobid, r.outcome) for r in results] == [("4242", MailOutcome.SENT)]
     [message] = mail_site.smtp.wait_for(1)
     assert message["To"] == f"alice@{DOMAIN}" and message["From"] == "clusterwatch@monitor.test"
     assert message["Subject"].startswith("Job 4242 (analysis) COMPLETED: used 50% of its CPUs")
@@ -67,16 +67,17 @@ def test_it_keeps_the_email_while_smtp_is_down_and_sends_it_once_when_back(
     queue()
     mail_site.smtp.down()
     now = django_timezone.now()
-    assert [r.outcome for r in deliver_due(sender(), now)] == ["retry"]
+    assert [r.outcome for r in deliver_due(sender(), now)] == [MailOutcome.RETRY]
     row = UsageMail.objects.get(jobid="4242")
     assert (row.state, row.attempts) == (UsageMail.PENDING, 1)
     assert "unreachable" in row.last_error and row.next_attempt_at == now + timedelta(minutes=1)
     assert deliver_due(sender(), now + timedelta(seconds=30)) == []  # not due yet
-    assert [r.outcome for r in deliver_due(sender(), now + timedelta(minutes=1))] == ["retry"]
+    outcomes = [r.outcome for r in deliver_due(sender(), now + timedelta(minutes=1))]
+    assert outcomes == [MailOutcome.RETRY]
     assert UsageMail.objects.get(jobid="4242").next_attempt_at == now + timedelta(minutes=3)
     mail_site.smtp.up()
     later = now + timedelta(minutes=3)
-    assert [r.outcome for r in deliver_due(sender(), later)] == ["sent"]
+    assert [r.outcome for r in deliver_due(sender(), later)] == [MailOutcome.SENT]
     assert deliver_due(sender(), later + timedelta(hours=1)) == []
     assert len(mail_site.smtp.wait_for(2, timeout=1)) == 1
 
@@ -88,9 +89,10 @@ def test_it_retries_a_refused_send_and_gives_up_after_the_documented_attempts(
     mail_site.smtp.refuse("451 4.3.0 mailbox busy, try again later")
     now = django_timezone.now()
     UsageMail.objects.filter(id=row.id).update(attempts=mail_outbox.MAX_ATTEMPTS - 2)
-    assert [r.outcome for r in deliver_due(sender(), now)] == ["retry"]
+    assert [r.outcome for r in deliver_due(sender(), now)] == [MailOutcome.RETRY]
     assert "SMTP 451" in UsageMail.objects.get(id=row.id).last_error
-    assert [r.outcome for r in deliver_due(sender(), now + timedelta(hours=3))] == ["failed"]
+    outcomes = [r.outcome for r in deliver_due(sender(), now + timedelta(hours=3))]
+    assert outcomes == [MailOutcome.FAILED]
     failed = UsageMail.objects.get(id=row.id)
     assert (failed.state, failed.attempts) == (UsageMail.FAILED, mail_outbox.MAX_ATTEMPTS)
     assert any("gave up" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
@@ -111,14 +113,15 @@ def test_it_waits_while_the_job_runs_or_its_figures_are_not_final(mail_site: Mai
     queue("1")
     queue("2")
     results = {r.jobid: r for r in deliver_due(sender(), django_timezone.now())}
-    assert results["1"].outcome == results["2"].outcome == "waiting"
+    assert results["1"].outcome is results["2"].outcome is MailOutcome.WAITING
     assert "not ended" in results["1"].detail
     rows = {row.jobid: row for row in UsageMail.objects.all()}
     assert rows["1"].state == rows["2"].state == UsageMail.PENDING
     assert rows["1"].attempts == rows["2"].attempts == 0
     end = now - timedelta(minutes=30) + timedelta(hours=0.49)
     assert rows["2"].next_attempt_at == end + timedelta(seconds=60)  # 2 scrape intervals
-    assert [r.outcome for r in deliver_due(sender(), end + timedelta(seconds=61))] == ["sent"]
+    outcomes = [r.outcome for r in deliver_due(sender(), end + timedelta(seconds=61))]
+    assert outcomes == [MailOutcome.SENT]
     assert mail_site.smtp.wait_for(1)[0]["Subject"].startswith("Job 2 ")
 
 
@@ -126,9 +129,10 @@ def test_it_waits_for_a_job_accounting_does_not_know_yet_then_gives_up(
         mail_site: MailSite) -> None:
     row = queue("77")
     now = django_timezone.now()
-    assert [r.outcome for r in deliver_due(sender(), now)] == ["waiting"]
+    assert [r.outcome for r in deliver_due(sender(), now)] == [MailOutcome.WAITING]
     assert UsageMail.objects.get(id=row.id).attempts == 0
-    assert [r.outcome for r in deliver_due(sender(), now + timedelta(days=2))] == ["failed"]
+    outcomes = [r.outcome for r in deliver_due(sender(), now + timedelta(days=2))]
+    assert outcomes == [MailOutcome.FAILED]
     assert "unknown to accounting" in UsageMail.objects.get(id=row.id).last_error
 
 
@@ -162,7 +166,7 @@ def test_it_skips_jobs_without_warnings_when_only_warnings_are_mailed(
     now = django_timezone.now()
     poll(accounting(get_config()), warnings_only, now)
     outcomes = {r.jobid: r.outcome for r in deliver_due(sender(warnings_only), now)}
-    assert outcomes == {"20": "skipped", "21": "sent"}
+    assert outcomes == {"20": MailOutcome.SKIPPED, "21": MailOutcome.SENT}
     assert UsageMail.objects.get(jobid="20").state == UsageMail.SKIPPED
 
 
@@ -170,7 +174,7 @@ def test_a_dry_run_prints_the_email_and_changes_nothing(mail_site: MailSite) -> 
     ended_job(mail_site)
     row = queue()
     [result] = deliver_due(sender(dry_run=True), django_timezone.now())
-    assert result.outcome == "dry-run"
+    assert result.outcome is MailOutcome.DRY_RUN
     assert "Subject: Job 4242 (analysis) COMPLETED" in result.detail
     assert "[attachment: job-4242-usage.pdf, application/pdf," in result.detail
     assert "What to change next time" in result.detail
@@ -187,7 +191,7 @@ def test_a_row_another_run_has_claimed_is_not_sent_again(mail_site: MailSite) ->
     assert mine is not None
     assert mail_outbox.claim(row.id, now) is None  # the second run's UPDATE matches nothing
     assert [r.outcome for r in deliver_due(sender(), now)] == []
-    assert deliver(mine, sender(), now).outcome == "sent"
+    assert deliver(mine, sender(), now).outcome is MailOutcome.SENT
     # A claim whose run died is taken over after the lease; a sent row never is.
     assert mail_outbox.claim(row.id, now + mail_outbox.CLAIM_LEASE * 2) is None
     assert len(mail_site.smtp.wait_for(1)) == 1

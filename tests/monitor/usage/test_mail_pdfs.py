@@ -14,7 +14,7 @@ from django.utils import timezone as django_timezone
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
-from clusterwatch.monitor.usage.mail.delivery import deliver_due
+from clusterwatch.monitor.usage.mail.delivery import MailOutcome, deliver_due
 from clusterwatch.monitor.usage.mail.pdfs import RunPdfs
 from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.usage_report import load_report
@@ -57,7 +57,7 @@ def mailed_pdf(mail_site: MailSite) -> bytes:
         now=django_timezone.now(),
     )
     results = deliver_due(sender(), django_timezone.now())
-    assert [(r.jobid, r.outcome) for r in results] == [(JOBID, "sent")], results
+    assert [(r.jobid, r.outcome) for r in results] == [(JOBID, MailOutcome.SENT)], results
     [message] = mail_site.smtp.wait_for(1)
     pdf: bytes = parts(message)["attachments"][f"job-{JOBID}-usage.pdf"]
     return pdf

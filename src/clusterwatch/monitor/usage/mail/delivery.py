@@ -9,6 +9,7 @@ waits; a send, accounting or Prometheus failure is an attempt, tried again later
 
 from __future__ import annotations
 
+import enum
 import logging
 import smtplib
 from collections import deque
@@ -62,10 +63,22 @@ class Sender:
     dry_run: bool = False
 
 
+class MailOutcome(enum.Enum):
+    """What one delivery did; the value is the word the commands print and count."""
+
+    SENT = "sent"
+    WAITING = "waiting"  # the figures are not final yet: looked at again later
+    RETRY = "retry"  # an attempt failed: tried again later
+    FAILED = "failed"  # given up
+    SKIPPED = "skipped"  # no warning, and only jobs with warnings are mailed
+    BUSY = "busy"  # another run holds the row
+    DRY_RUN = "dry-run"  # built, not sent
+
+
 @dataclass(frozen=True)
 class Delivery:
     jobid: str
-    outcome: str  # sent, waiting, retry, failed, skipped, busy, or dry-run
+    outcome: MailOutcome
     detail: str
 
 
@@ -79,9 +92,9 @@ def run_sender(*, dry_run: bool) -> Sender:
 
 
 def outcome_line(delivery: Delivery) -> str:
-    if delivery.outcome == "dry-run":
+    if delivery.outcome is MailOutcome.DRY_RUN:
         return f"=== job {delivery.jobid}: would send ===\n{delivery.detail}"
-    return f"job {delivery.jobid}: {delivery.outcome}: {delivery.detail}"
+    return f"job {delivery.jobid}: {delivery.outcome.value}: {delivery.detail}"
 
 
 def deliver_due(sender: Sender, now: datetime,
@@ -175,7 +188,7 @@ def _claimed(row_id: int, sender: Sender, now: datetime, run: _Run) -> Delivery 
     else:
         row = mail_outbox.claim(row_id, now)
     if row is None:
-        return Delivery(str(row_id), "busy", "another run has it")
+        return Delivery(str(row_id), MailOutcome.BUSY, "another run has it")
     try:
         return _deliver(row, sender, now, run)
     except BaseException:
@@ -206,7 +219,7 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime, run: _Run) -> Delive
         why = f"no warning (CLUSTERWATCH_EMAIL_JOBS={sender.mail.jobs})"
         if not sender.dry_run:
             mail_outbox.skipped(row, why)
-        return Delivery(row.jobid, "skipped", why)
+        return Delivery(row.jobid, MailOutcome.SKIPPED, why)
     try:
         content = compose(document, greeting=greeting_name(document["user"]),
                           base_url=sender.mail.base_url)
@@ -227,13 +240,13 @@ def _send(built: _Built, sender: Sender, now: datetime, run: _Run) -> Delivery:
         except Exception as exc:
             return _unbuilt(row, sender, exc, now)
         if sender.dry_run:
-            return Delivery(row.jobid, "dry-run", describe(message))
+            return Delivery(row.jobid, MailOutcome.DRY_RUN, describe(message))
         try:
             run.link.send(message)
         except (smtplib.SMTPException, OSError) as exc:
             return _failed(row, sender, _smtp_error(exc, sender.password), now)
         mail_outbox.sent(row, now)
-        return Delivery(row.jobid, "sent", f"to {row.recipient}")
+        return Delivery(row.jobid, MailOutcome.SENT, f"to {row.recipient}")
     except BaseException:
         if not sender.dry_run:
             mail_outbox.release(row)
@@ -257,7 +270,7 @@ def _to_owner(row: UsageMail, sender: Sender, owner: str) -> Optional[Delivery]:
         why = f"job {row.jobid} is {owner[:64]!r}'s, who has no email address"
         if not sender.dry_run:
             mail_outbox.give_up(row, why)
-        return Delivery(row.jobid, "failed", why)
+        return Delivery(row.jobid, MailOutcome.FAILED, why)
     if not sender.dry_run:
         mail_outbox.readdress(row, owner, recipient)
     row.user, row.recipient = owner[:64], recipient
@@ -281,7 +294,7 @@ def _not_final(row: UsageMail, config: UsageConfig,
 def _wait(row: UsageMail, sender: Sender, until: datetime, why: str) -> Delivery:
     if not sender.dry_run:
         mail_outbox.wait(row, until, why)
-    return Delivery(row.jobid, "waiting", why)
+    return Delivery(row.jobid, MailOutcome.WAITING, why)
 
 
 def _unknown(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
@@ -289,15 +302,16 @@ def _unknown(row: UsageMail, sender: Sender, now: datetime) -> Delivery:
     if now - row.created_at >= UNKNOWN_GIVE_UP:
         if not sender.dry_run:
             mail_outbox.give_up(row, f"{why} {UNKNOWN_GIVE_UP.days} days after it was queued")
-        return Delivery(row.jobid, "failed", why)
+        return Delivery(row.jobid, MailOutcome.FAILED, why)
     return _wait(row, sender, now + UNKNOWN_RECHECK, why)
 
 
 def _failed(row: UsageMail, sender: Sender, error: str, now: datetime) -> Delivery:
     if sender.dry_run:
-        return Delivery(row.jobid, "retry", error)
+        return Delivery(row.jobid, MailOutcome.RETRY, error)
     state = mail_outbox.failed_attempt(row, error, now)
-    return Delivery(row.jobid, "failed" if state == UsageMail.FAILED else "retry", error)
+    given_up = state == UsageMail.FAILED
+    return Delivery(row.jobid, MailOutcome.FAILED if given_up else MailOutcome.RETRY, error)
 
 
 def _smtp_error(exc: BaseException, password: str) -> str:

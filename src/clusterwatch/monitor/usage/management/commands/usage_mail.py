@@ -33,6 +33,7 @@ from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.mail import outbox as mail_outbox
 from clusterwatch.monitor.usage.mail.delivery import (
     Delivery,
+    MailOutcome,
     Sender,
     deliver,
     deliver_due,
@@ -114,7 +115,8 @@ class Command(BaseCommand):
                            "monitor's account and no CLUSTERWATCH_EMAIL_DOMAIN")
         row = UsageMail.objects.filter(jobid=job.jobid).first()
         if row is not None and row.state == UsageMail.SENT:
-            return Delivery(job.jobid, "sent", f"already, at {row.sent_at:%Y-%m-%d %H:%M:%S}")
+            return Delivery(job.jobid, MailOutcome.SENT,
+                            f"already, at {row.sent_at:%Y-%m-%d %H:%M:%S}")
         if sender.dry_run:
             return deliver(row or UsageMail(jobid=job.jobid, user=job.user, recipient=recipient,
                                             trigger="command", created_at=now), sender, now)
@@ -125,13 +127,13 @@ class Command(BaseCommand):
             mail_outbox.take_over(row, now)
         claimed = mail_outbox.claim(row.id, now, whenever=True)
         if claimed is None:
-            return Delivery(job.jobid, "busy", "another run has it, or it was just sent")
+            return Delivery(job.jobid, MailOutcome.BUSY, "another run has it, or it was just sent")
         return deliver(claimed, sender, now)
 
     def _show(self, results: list[Delivery]) -> None:
         for result in results:
             self.stdout.write(outcome_line(result))
-        counts = Counter(result.outcome for result in results)
+        counts = Counter(result.outcome.value for result in results)
         if results:
             self.stderr.write("usage_mail: " + ", ".join(
                 f"{count} {outcome}" for outcome, count in sorted(counts.items())))
