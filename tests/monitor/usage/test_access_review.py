@@ -14,7 +14,7 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.rendering.cache import render_key
+from clusterwatch.monitor.usage.rendering.cache import RenderKind, render_key
 from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.access_support import (
     HIDDEN,
@@ -104,8 +104,8 @@ def test_it_serves_a_cached_drawing_only_to_who_may_see_the_job(
     assert [Answer.of(bob.get(p.format(JOBID))) for p in paths] == before
     assert [root.get(p.format(JOBID)).content for p in paths] == drawn
     document = load_report(JOBID, with_series=False).document
-    assert render_key("pdf", document, None) != render_key("pdf", {**document, "user": "bob"},
-                                                           None)
+    assert (render_key(RenderKind.PDF, document, None)
+            != render_key(RenderKind.PDF, {**document, "user": "bob"}, None))
 
 
 # 404 from no path matching (an encoded slash is a slash), 400 from the views' checks, 404

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import stat
@@ -7,12 +9,19 @@ import threading
 import time
 from pathlib import Path
 
+import matplotlib
 import pytest
+import reportlab
 
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.rendering import cache as render_cache
 from clusterwatch.monitor.usage.rendering import rendered
-from clusterwatch.monitor.usage.rendering.cache import RenderCache, RenderKey, render_key
+from clusterwatch.monitor.usage.rendering.cache import (
+    RenderCache,
+    RenderKey,
+    RenderKind,
+    render_key,
+)
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric
 from tests.monitor.usage.render_support import PNG_SIGNATURE, document_of, span_series
 from tests.monitor.usage.usage_support import HOUR, good_series, record
@@ -34,7 +43,7 @@ def _ended() -> UsageDocument:
 
 
 def _key(metric: str = "memory", document: UsageDocument | None = None) -> RenderKey:
-    key = render_key("plot", document or _ended(), good_series(), metric)
+    key = render_key(RenderKind.PLOT, document or _ended(), good_series(), metric)
     assert key is not None
     return key
 
@@ -54,7 +63,7 @@ def test_it_renders_once_and_then_serves_the_kept_bytes(tmp_path: Path) -> None:
 def test_a_running_job_is_drawn_every_time_and_never_kept(tmp_path: Path) -> None:
     running = document_of(record(state="RUNNING", end=None), good_series())
     assert running["running"] is True
-    assert render_key("plot", running, good_series(), "cpu") is None
+    assert render_key(RenderKind.PLOT, running, good_series(), "cpu") is None
     cache, render = RenderCache(tmp_path / "renders"), Counter()
     cache.get_or_render(None, render)
     cache.get_or_render(None, render)
@@ -139,25 +148,38 @@ def test_an_unusable_directory_costs_a_render_not_a_failure(
 
 def test_the_key_follows_everything_the_image_depends_on(monkeypatch: pytest.MonkeyPatch) -> None:
     document = _ended()
-    base = render_key("plot", document, good_series(), "cpu")
-    assert base == render_key("plot", _ended(), good_series(), "cpu")
+    base = render_key(RenderKind.PLOT, document, good_series(), "cpu")
+    assert base == render_key(RenderKind.PLOT, _ended(), good_series(), "cpu")
     changed = [
-        render_key("plot", document_of(record(cpus_allocated=8), good_series()),
+        render_key(RenderKind.PLOT, document_of(record(cpus_allocated=8), good_series()),
                    good_series(), "cpu"),
-        render_key("plot", document, span_series(HOUR, 60, **good_series().series), "cpu"),
-        render_key("plot", document, None, "cpu"),
-        render_key("plot", document, good_series(), "cpu", "the series are gone"),
-        render_key("pdf", document, good_series(), "cpu"),
+        render_key(RenderKind.PLOT, document, span_series(HOUR, 60, **good_series().series), "cpu"),
+        render_key(RenderKind.PLOT, document, None, "cpu"),
+        render_key(RenderKind.PLOT, document, good_series(), "cpu", "the series are gone"),
+        render_key(RenderKind.PDF, document, good_series(), "cpu"),
     ]
     monkeypatch.setattr(render_cache, "RENDER_VERSION", "next")
-    changed.append(render_key("plot", document, good_series(), "cpu"))
+    changed.append(render_key(RenderKind.PLOT, document, good_series(), "cpu"))
     digests = [key.digest for key in changed if key is not None]
     assert base is not None and len(digests) == 6
     assert base.digest not in digests and len(set(digests)) == 6
 
 
+def test_a_kept_file_keeps_the_name_and_digest_the_kind_word_gave_it() -> None:
+    # Files kept before the kind was an Enum must still be found: the word, not the member,
+    # goes into the name and the digest.
+    document, series = _ended(), good_series()
+    key = render_key(RenderKind.PLOT, document, series, "cpu")
+    identity = json.dumps({
+        "version": [render_cache.RENDER_VERSION, matplotlib.__version__, reportlab.Version],
+        "kind": "plot", "metric": "cpu", "note": None, "document": document,
+        "series": render_cache.series_shape(series)}, sort_keys=True, default=str)
+    assert key is not None and key.digest == hashlib.sha256(identity.encode()).hexdigest()
+    assert key.filename() == f"plot_{document['jobid']}_cpu-{key.digest[:40]}"
+
+
 def test_a_file_name_never_carries_path_tricks() -> None:
-    key = RenderKey("plot", "../../etc/passwd", "a/b", "0" * 64)
+    key = RenderKey(RenderKind.PLOT, "../../etc/passwd", "a/b", "0" * 64)
     assert "/" not in key.filename() and ".." not in key.filename()
 
 

@@ -103,9 +103,9 @@ class RunPdfs:
     def order(
         self, document: UsageDocument, series: Optional[JobSeries], series_note: Optional[str]
     ) -> Ticket:
-        from clusterwatch.monitor.usage.rendering.cache import render_key
+        from clusterwatch.monitor.usage.rendering.cache import RenderKind, render_key
 
-        key = render_key("pdf", document, series, "", series_note)
+        key = render_key(RenderKind.PDF, document, series, "", series_note)
         ticket: Ticket
         if key is None:
             self._numbered += 1

@@ -13,6 +13,7 @@ failed request: it is logged and the fresh bytes are returned.
 from __future__ import annotations
 
 import contextlib
+import enum
 import hashlib
 import json
 import logging
@@ -40,9 +41,18 @@ _OURS = re.compile(r"[0-9A-Za-z_+-]+-[0-9a-f]{40}")  # what filename() makes: al
 _log = logging.getLogger(__name__)
 
 
+class RenderKind(enum.Enum):
+    """What is drawn; the value is part of a kept file's name and of its digest, so files
+    kept by earlier versions keep their keys."""
+
+    PLOT = "plot"
+    PIE = "pie"
+    PDF = "pdf"
+
+
 @dataclass(frozen=True)
 class RenderKey:
-    kind: str  # "plot", "pie", "pdf"
+    kind: RenderKind
     jobid: str
     metric: str  # "" for a pie or a PDF
     digest: str
@@ -50,11 +60,11 @@ class RenderKey:
     def filename(self) -> str:
         # The digest makes the name unique; the rest, reduced to safe characters, is for
         # people listing the directory.
-        readable = re.sub(r"[^0-9A-Za-z_+]", "_", f"{self.kind}-{self.jobid}-{self.metric}")
+        readable = re.sub(r"[^0-9A-Za-z_+]", "_", f"{self.kind.value}-{self.jobid}-{self.metric}")
         return f"{readable[:80]}-{self.digest[:40]}"
 
 
-def render_key(kind: str, document: UsageDocument, series: Optional[JobSeries],
+def render_key(kind: RenderKind, document: UsageDocument, series: Optional[JobSeries],
                metric: str = "", series_note: Optional[str] = None) -> Optional[RenderKey]:
     """The key of an image of an ended job; None for a job still running (its images change
     with every scrape, so they are not kept)."""
@@ -62,7 +72,7 @@ def render_key(kind: str, document: UsageDocument, series: Optional[JobSeries],
         return None
     identity = json.dumps({
         "version": [RENDER_VERSION, matplotlib.__version__, reportlab.Version],
-        "kind": kind, "metric": metric, "note": series_note, "document": document,
+        "kind": kind.value, "metric": metric, "note": series_note, "document": document,
         "series": series_shape(series)}, sort_keys=True, default=str)
     return RenderKey(kind, document["jobid"], metric,
                      hashlib.sha256(identity.encode()).hexdigest())

@@ -9,7 +9,12 @@ from typing import Optional
 
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
-from clusterwatch.monitor.usage.rendering.cache import RenderCache, RenderKey, render_key
+from clusterwatch.monitor.usage.rendering.cache import (
+    RenderCache,
+    RenderKey,
+    RenderKind,
+    render_key,
+)
 from clusterwatch.monitor.usage.rendering.pdf import render_pdf
 from clusterwatch.monitor.usage.rendering.plot_metrics import resolve_metric, series_keys
 from clusterwatch.monitor.usage.rendering.plots import render_pie, render_plot
@@ -24,18 +29,18 @@ def plot_png(cache: Optional[RenderCache], document: UsageDocument,
     name = resolve_metric(metric)
     if series is not None:
         series = series.only(series_keys(name))
-    key = render_key("plot", document, series, name, series_note)
+    key = render_key(RenderKind.PLOT, document, series, name, series_note)
     return _through(cache, key, lambda: render_plot(document, series, name, series_note))
 
 
 def pie_png(cache: Optional[RenderCache], document: UsageDocument) -> bytes:
-    key = render_key("pie", document, None)
+    key = render_key(RenderKind.PIE, document, None)
     return _through(cache, key, lambda: render_pie(document))
 
 
 def report_pdf(cache: Optional[RenderCache], document: UsageDocument,
                series: Optional[JobSeries], series_note: Optional[str] = None) -> bytes:
-    key = render_key("pdf", document, series, "", series_note)
+    key = render_key(RenderKind.PDF, document, series, "", series_note)
     return _through(cache, key, lambda: render_pdf(document, series, series_note))
 
 
