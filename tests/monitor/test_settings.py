@@ -106,7 +106,7 @@ def test_it_refuses_a_secret_key_file_others_can_read(load, tmp_path: Path) -> N
     key_file.parent.mkdir()
     key_file.write_text("a-perfectly-good-key-that-others-can-read\n")
     key_file.chmod(0o644)
-    with pytest.raises(ValueError, match=r"mode 0644.*chmod 600") as raised:
+    with pytest.raises(ValueError, match=r"mode 644.*chmod 600") as raised:
         load()
     assert "perfectly-good" not in str(raised.value)
 

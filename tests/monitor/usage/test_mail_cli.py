@@ -150,7 +150,8 @@ def test_the_smtp_password_never_appears_in_any_output(cli: Cli, tmp_path: Path)
     ({"CLUSTERWATCH_EMAIL_FROM": ""}, "CLUSTERWATCH_EMAIL_FROM is not set"),
     ({"CLUSTERWATCH_EMAIL_BASE_URL": ""}, "CLUSTERWATCH_EMAIL_BASE_URL is not set"),
     ({"CLUSTERWATCH_EMAIL_PORT": "99999"}, "CLUSTERWATCH_EMAIL_PORT must be a port number"),
-    ({"CLUSTERWATCH_EMAIL_PASSWORD_FILE": "/nonexistent"}, "cannot read /nonexistent"),
+    ({"CLUSTERWATCH_EMAIL_PASSWORD_FILE": "/nonexistent"},
+     "CLUSTERWATCH_EMAIL_PASSWORD_FILE: no such file"),
     ({"CLUSTERWATCH_EMAIL_PASSWORD": SECRET}, "CLUSTERWATCH_EMAIL_PASSWORD is not read"),
     ({"CLUSTERWATCH_PROMETHEUS_URL": ""}, "CLUSTERWATCH_PROMETHEUS_URL is not set"),
 ])

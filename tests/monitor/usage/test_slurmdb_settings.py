@@ -54,8 +54,8 @@ def test_the_source_is_built_from_the_environment(tmp_path: Path) -> None:
     ("", "CLUSTERWATCH_ACCOUNTING=slurmdb needs CLUSTERWATCH_SLURMDB_URL"),
     (f"mysql://reader:{SECRET}@db/usage", "must not hold the password"),
     ("postgresql://reader@db/usage", "must start with mysql://"),
-    ("mysql://db/usage", "names the user and the host"),
-    ("mysql://reader@/usage", "names the user and the host"),
+    ("mysql://db/usage", "must name the user and host"),
+    ("mysql://reader@/usage", "must name the user and host"),
     ("mysql://reader@db:port/usage", "is not a valid URL"),
     ("mysql://reader@db/", "schema (its path) must be 1-64 letters"),
     ("mysql://reader@db/usage;drop", "schema (its path) must be 1-64 letters"),
@@ -69,12 +69,15 @@ def test_a_bad_url_is_a_configuration_error(tmp_path: Path, url: str, message: s
     assert SECRET not in str(refused.value) and "\n" not in str(refused.value)
 
 
+SECONDS = "must be a number of seconds above 0 and at most 300"
+
+
 @pytest.mark.parametrize("environ, message", [
     ({}, "needs its password: a mode-600 file named by CLUSTERWATCH_SLURMDB_PASSWORD_FILE"),
     ({"CLUSTERWATCH_SLURMDB_PASSWORD_FILE": SECRET}, "no such file (it names a mode-600 file"),
-    ({"CLUSTERWATCH_SLURMDB_TIMEOUT_S": "soon"}, "must be a number of seconds, not 'soon'"),
-    ({"CLUSTERWATCH_SLURMDB_TIMEOUT_S": "0"}, "must be between 0 and 300 seconds"),
-    ({"CLUSTERWATCH_SLURMDB_TIMEOUT_S": "nan"}, "must be between 0 and 300 seconds"),
+    ({"CLUSTERWATCH_SLURMDB_TIMEOUT_S": "soon"}, f"{SECONDS}, not 'soon'"),
+    ({"CLUSTERWATCH_SLURMDB_TIMEOUT_S": "0"}, SECONDS),
+    ({"CLUSTERWATCH_SLURMDB_TIMEOUT_S": "nan"}, SECONDS),
 ])
 def test_a_missing_password_or_bad_timeout_is_a_configuration_error(
     tmp_path: Path, environ: dict[str, str], message: str

@@ -245,7 +245,7 @@ def test_unsafe_or_missing_admin_files_exit_78(jobs: RealJobs, tmp_path: Path) -
         ("--admin-defaults-file", tmp_path / "none.cnf", "no such file (give the path"),
         ("--admin-password-file", tmp_path / "none", "no such file (give the path"),
         ("--admin-defaults-file", tmp_path, "cannot read"),
-        ("--admin-password-file", tmp_path, "cannot read"),
+        ("--admin-password-file", tmp_path, "is not a regular file but a directory"),
     ):
         run = create_view(jobs, tmp_path, "--admin-user", ADMIN, option, str(path),
                           "--password-file", str(tmp_path / "pw"), admin=False)

@@ -2,68 +2,70 @@
 
 Two forms: `sqlite:///absolute/path.sqlite3` and
 `postgresql://user@host:port/name?sslmode=require` (also `postgres://`). The password may be
-in the URL, but better in a mode-600 file named by `CLUSTERWATCH_DATABASE_PASSWORD_FILE`, so
-it is not in the environment of every process. Error messages never repeat the password.
+in the URL, but better in a mode-600 file named by `CLUSTERWATCH_DATABASE_PASSWORD_FILE` or
+the systemd credential `db-password`, so it is not in the environment of every process.
+Every refusal is a SettingError (core.secrets) that never repeats the password.
 """
 
 from __future__ import annotations
 
-import os
-import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from clusterwatch.monitor.core.secrets import (
+    SecretFile,
+    SettingError,
+    read_secret,
+    read_secret_file,
+    secret_file_in,
+    split_database_url,
+)
 
-class DatabaseUrlError(ValueError):
-    pass
+SETTING = "CLUSTERWATCH_DATABASE_URL"
+PASSWORD_SETTING = "CLUSTERWATCH_DATABASE_PASSWORD_FILE"  # noqa: S105 (a variable name)
+CREDENTIAL = "db-password"  # the systemd credential read when no file is named
+_EXAMPLE = "postgresql://user@host:5432/clusterwatch"
 
 
-def parse(url: str, password_file: Optional[str] = None) -> dict[str, Any]:
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:  # e.g. an unclosed [ in the host; the URL may hold a password
-        raise DatabaseUrlError("CLUSTERWATCH_DATABASE_URL is not a valid URL") from None
-    scheme = parts.scheme.lower()
-    if scheme == "sqlite":
+def parse(url: str, password_file: Union[SecretFile, str, None] = None) -> dict[str, Any]:
+    """The entry for `url`; the password from `password_file` (a path: named by
+    CLUSTERWATCH_DATABASE_PASSWORD_FILE) rather than the URL when given."""
+    found = split_database_url(url, SETTING, example=_EXAMPLE, password_file_setting=None)
+    if found.scheme == "sqlite":
+        parts = urlsplit(url.strip())  # it split above
         path = unquote(parts.path)
         if parts.netloc or not path.startswith("/") or path.endswith("/"):
-            raise DatabaseUrlError(
-                "CLUSTERWATCH_DATABASE_URL: a SQLite URL is sqlite:///absolute/path.sqlite3")
+            raise SettingError(f"{SETTING}: a SQLite URL is sqlite:///absolute/path.sqlite3")
         return sqlite(Path(path))
-    if scheme in ("postgres", "postgresql"):
-        name = unquote(parts.path.lstrip("/"))
-        if not name:
-            raise DatabaseUrlError(
-                "CLUSTERWATCH_DATABASE_URL: a PostgreSQL URL names the database: "
-                "postgresql://user@host:5432/clusterwatch")
-        try:
-            port = parts.port
-        except ValueError:
-            raise DatabaseUrlError("CLUSTERWATCH_DATABASE_URL: the port is not a number") from None
-        password = unquote(parts.password) if parts.password else ""
-        if password_file:
-            password = read_password_file(password_file)
-        options = dict(parse_qsl(parts.query))
+    if found.scheme in ("postgres", "postgresql"):
+        if not found.name:
+            raise SettingError(f"{SETTING} must name the database: {_EXAMPLE}")
         return {
             "ENGINE": "django.db.backends.postgresql",
-            "NAME": name,
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": password,
-            "HOST": unquote(parts.hostname or ""),  # empty: the local Unix socket
-            "PORT": str(port or ""),
-            "OPTIONS": options,
+            "NAME": found.name,
+            "USER": found.user,
+            "PASSWORD": _password(password_file) if password_file else found.password,
+            "HOST": found.host,  # empty: the local Unix socket
+            "PORT": str(found.port or ""),
+            "OPTIONS": dict(parse_qsl(found.query)),
             "CONN_MAX_AGE": 60,
             "CONN_HEALTH_CHECKS": True,
         }
-    raise DatabaseUrlError(
-        f"CLUSTERWATCH_DATABASE_URL: unsupported scheme {scheme!r} (use sqlite or postgresql)")
+    raise SettingError(
+        f"{SETTING}: unsupported scheme {found.scheme!r} (use sqlite or postgresql)")
 
 
-def _is_credential(path: str) -> bool:
-    directory = os.environ.get("CREDENTIALS_DIRECTORY", "")
-    return bool(directory) and os.path.dirname(os.path.realpath(path)) == os.path.realpath(
-        directory)
+def _password(password_file: Union[SecretFile, str]) -> str:
+    if isinstance(password_file, SecretFile):
+        return read_secret(password_file)
+    return read_secret_file(password_file, PASSWORD_SETTING)
+
+
+def password_file(environ: Mapping[str, str]) -> Optional[SecretFile]:
+    """CLUSTERWATCH_DATABASE_PASSWORD_FILE, else the systemd credential `db-password`."""
+    return secret_file_in(environ, PASSWORD_SETTING, credential=CREDENTIAL)
 
 
 def sqlite(path: Path) -> dict[str, Any]:
@@ -75,32 +77,3 @@ def sqlite(path: Path) -> dict[str, Any]:
 def sqlite_url(path: Path) -> str:
     """`sqlite:///...` for an absolute `path`, quoted so that `#`, `?` or `%` survive."""
     return "sqlite://" + quote(str(path))
-
-
-def read_password_file(path: str, setting: str = "CLUSTERWATCH_DATABASE_PASSWORD_FILE") -> str:
-    """The password alone on the file's one line; the file must be private (mode 600).
-    `setting` is the variable that named the file, for the messages (LDAP's uses it too).
-
-    A systemd credential (a file in $CREDENTIALS_DIRECTORY, e.g. LoadCredential=) is private
-    to the unit by construction, and systemd may grant its user access through an ACL that
-    shows as group bits; its mode is not checked.
-    """
-    try:
-        mode = os.stat(path).st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO) and not _is_credential(path):
-            raise DatabaseUrlError(
-                f"{setting} {path} is readable by others "
-                f"(mode {stat.S_IMODE(mode):o}); chmod 600 it")
-        password = Path(path).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise DatabaseUrlError(
-            f"{setting}: cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise DatabaseUrlError(
-            f"{setting}: {path} is not UTF-8 text") from None
-    if not password:
-        raise DatabaseUrlError(f"{setting}: {path} is empty")
-    if "\n" in password:
-        raise DatabaseUrlError(
-            f"{setting}: {path} holds more than one line")
-    return password

@@ -5,13 +5,18 @@ validated together: a variable the family does not know is an error, since a typ
 otherwise drop a setting silently (the staff group, TLS), and a variable meant to hold the
 family's password is refused outright, because the environment of every process is no place
 for one. Messages are one line, start with the variable's name and never hold its value
-when that could be a secret.
+when that could be a secret. Every refusal is a SettingError (core.secrets).
+
+`flag` and `seconds` also serve single settings: the one reading of a flag and of a number of
+seconds, whatever the family.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
+
+from clusterwatch.monitor.core.secrets import SettingError
 
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
@@ -28,12 +33,12 @@ def family(environ: Mapping[str, str], prefix: str, known: Collection[str], *,
     values = {name: value.strip() for name, value in environ.items()
               if name.startswith(prefix) and value.strip()}
     if password in values:
-        raise ValueError(f"{password} is not read: the environment is no place for a "
+        raise SettingError(f"{password} is not read: the environment is no place for a "
                          f"password; put it in a mode-600 file named by {password}_FILE "
                          f"(or the systemd credential {credential})")
     for name in sorted(values):
         if name not in known:
-            raise ValueError(f"{name} is not a setting; the {topic} ones are "
+            raise SettingError(f"{name} is not a setting; the {topic} ones are "
                              f"{', '.join(sorted(known))}")
     return values
 
@@ -42,7 +47,7 @@ def flag(values: Mapping[str, str], name: str) -> bool:
     """`name`'s value as a flag: 1/true/yes/on or 0/false/no/off; absent is off."""
     text = values.get(name, "").lower()
     if text and text not in TRUE + FALSE:
-        raise ValueError(f"{name} must be one of {', '.join(TRUE + FALSE)}, not {text[:40]!r}")
+        raise SettingError(f"{name} must be one of {', '.join(TRUE + FALSE)}, not {text[:40]!r}")
     return text in TRUE
 
 
@@ -54,7 +59,8 @@ def seconds(values: Mapping[str, str], name: str, default: float, most: float) -
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, not {text[:40]!r}") from None
+        value = math.nan
     if not math.isfinite(value) or not 0 < value <= most:
-        raise ValueError(f"{name} must be between 0 and {most:g} seconds, not {text[:40]!r}")
+        raise SettingError(f"{name} must be a number of seconds above 0 and at most {most:g}, "
+                           f"not {text[:40]!r}")
     return value

@@ -9,20 +9,24 @@ of every process: it is in a mode-600 file named by
 connection goes without one (a `.pgpass` file or certificate authentication).
 
 PostgreSQL only: the ePIC PanDA server runs on PostgreSQL; Oracle (ATLAS's) is out of scope.
-Every problem is a ConfigError in one line that never quotes a password.
+Every problem is a SettingError (a ConfigError, clusterwatch.monitor.core.secrets) in one
+line that never quotes a password.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Optional
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl
 
-from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
+from clusterwatch.monitor.core.secrets import (
+    SettingError,
+    read_secret,
+    secret_file_in,
+    split_database_url,
+)
 
 URL_SETTING = "CLUSTERWATCH_PANDA_DATABASE_URL"
 PASSWORD_SETTING = "CLUSTERWATCH_PANDA_DATABASE_PASSWORD_FILE"  # noqa: S105 (a name)
@@ -64,48 +68,33 @@ def schema_name(value: str) -> str:
     """The schema, lower case as PostgreSQL folds an unquoted name; default doma_panda."""
     value = value.strip() or DEFAULT_SCHEMA
     if not _IDENTIFIER.fullmatch(value):
-        raise ConfigError(f"{SCHEMA_SETTING} must be a plain SQL name (letters, digits, _), "
-                          f"not {value[:80]!r}")
+        raise SettingError(f"{SCHEMA_SETTING} must be a plain SQL name (letters, digits, _), "
+                           f"not {value[:80]!r}")
     return value.lower()
 
 
 def _parse_url(url: str) -> tuple[str, int, str, str, dict[str, str]]:
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # an unclosed [ or a port that is no number; the URL may hold a secret
-        raise ConfigError(f"{URL_SETTING} is not a valid URL: give {_EXAMPLE}") from None
-    if parts.scheme.lower() not in ("postgresql", "postgres"):
-        raise ConfigError(f"{URL_SETTING}: only PostgreSQL is supported ({_EXAMPLE}); "
-                          "an Oracle PanDA database is out of scope")
-    if parts.password is not None:
-        raise ConfigError(f"{URL_SETTING} must not hold the password: put it in a mode-600 "
-                          f"file named by {PASSWORD_SETTING}")
-    dbname, user, host = unquote(parts.path.lstrip("/")), unquote(parts.username or ""), \
-        unquote(parts.hostname or "")
-    if not (dbname and user and host) or "/" in dbname or parts.fragment:
-        raise ConfigError(f"{URL_SETTING} must name the user, host and database: {_EXAMPLE}")
-    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    found = split_database_url(url, URL_SETTING, example=_EXAMPLE,
+                               password_file_setting=PASSWORD_SETTING,
+                               required=("user", "host", "database"))
+    if found.scheme not in ("postgresql", "postgres"):
+        raise SettingError(f"{URL_SETTING}: only PostgreSQL is supported ({_EXAMPLE}); "
+                           "an Oracle PanDA database is out of scope")
+    if "/" in found.name or found.fragment:
+        raise SettingError(f"{URL_SETTING} must name the user, host and database: {_EXAMPLE}")
+    options = dict(parse_qsl(found.query, keep_blank_values=True))
     unknown = sorted(set(options) - set(QUERY_OPTIONS))
     if unknown:
-        raise ConfigError(f"{URL_SETTING}: unsupported option {unknown[0][:40]!r} "
-                          f"(only {', '.join(QUERY_OPTIONS)})")
+        raise SettingError(f"{URL_SETTING}: unsupported option {unknown[0][:40]!r} "
+                           f"(only {', '.join(QUERY_OPTIONS)})")
     if "sslmode" in options and options["sslmode"] not in SSL_MODES:
         # libpq refuses it only when connecting: every table would fail, not the setting.
-        raise ConfigError(f"{URL_SETTING}: sslmode must be one of {', '.join(SSL_MODES)}")
-    return host, port or 5432, dbname, user, options
+        raise SettingError(f"{URL_SETTING}: sslmode must be one of {', '.join(SSL_MODES)}")
+    return found.host, found.port or 5432, found.name, found.user, options
 
 
 def _password(environ: Mapping[str, str]) -> Optional[str]:
-    path = environ.get(PASSWORD_SETTING, "").strip()
-    setting = PASSWORD_SETTING
-    if not path:
-        directory = environ.get("CREDENTIALS_DIRECTORY", "")
-        credential = os.path.join(directory, CREDENTIAL) if directory else ""
-        if not credential or not os.path.exists(credential):
-            return None
-        path, setting = credential, f"the systemd credential {CREDENTIAL}"
-    try:
-        return read_password_file(path, setting)
-    except DatabaseUrlError as exc:
-        raise ConfigError(str(exc)) from None
+    """The password file, else the credential, else None: no password (.pgpass, a
+    certificate)."""
+    found = secret_file_in(environ, PASSWORD_SETTING, credential=CREDENTIAL)
+    return read_secret(found) if found is not None else None

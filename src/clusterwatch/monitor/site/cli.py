@@ -50,11 +50,11 @@ def _run(args: argparse.Namespace) -> int:
         from django.db.utils import OperationalError
     except ImportError:
         raise RunError("the monitor needs Django: pip install 'clusterwatch[monitor]'") from None
-    from clusterwatch.monitor.core.database_url import DatabaseUrlError
+    from clusterwatch.monitor.core.secrets import SettingError
 
     try:
         execute_from_command_line(["clusterwatch monitor", args.command, *args.arguments])
-    except DatabaseUrlError as exc:
+    except SettingError as exc:
         raise ConfigError(str(exc)) from None
     except ValueError as exc:  # a malformed CLUSTERWATCH_* setting (settings.py says which)
         if str(exc).startswith("CLUSTERWATCH_"):

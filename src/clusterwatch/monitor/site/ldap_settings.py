@@ -9,7 +9,7 @@ The Django user name is the directory's `uid` (CLUSTERWATCH_LDAP_USERNAME_ATTR) 
 the usage reports compare it with the Slurm user of each job, so the two must be the same
 name. The bind password comes from a private file or the systemd credential
 `ldap-bind-password`, never from the environment itself. Every malformed value raises a
-one-line ValueError that starts with the variable's name and holds no secret (exit 78).
+one-line SettingError that starts with the variable's name and holds no secret (exit 78).
 
 Only python-ldap's constants and django_auth_ldap.config are imported here: settings are
 read before Django's apps load, and the backend module needs them loaded.
@@ -17,14 +17,17 @@ read before Django's apps load, and the backend module needs them loaded.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from clusterwatch.monitor.core import prefixed_settings
-from clusterwatch.monitor.core.database_url import read_password_file
+from clusterwatch.monitor.core.secrets import (
+    CREDENTIALS_DIRECTORY,
+    SettingError,
+    read_secret,
+    secret_file,
+)
 
 PREFIX = "CLUSTERWATCH_LDAP_"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -57,10 +60,10 @@ def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
                                       credential=CREDENTIAL, topic="LDAP")
     if PREFIX + "URI" not in values:
         if values:
-            raise ValueError(f"{min(values)} is set but {PREFIX}URI is not: set the server's "
+            raise SettingError(f"{min(values)} is set but {PREFIX}URI is not: set the server's "
                              "URI, or remove the LDAP settings for local accounts only")
         return {"AUTHENTICATION_BACKENDS": [MODEL_BACKEND]}
-    return _ldap_settings(values, environ.get("CREDENTIALS_DIRECTORY", "").strip())
+    return _ldap_settings(values, environ.get(CREDENTIALS_DIRECTORY, ""))
 
 
 def _ldap_settings(values: Mapping[str, str], credentials: str) -> dict[str, Any]:
@@ -68,13 +71,14 @@ def _ldap_settings(values: Mapping[str, str], credentials: str) -> dict[str, Any
         import ldap
         from django_auth_ldap import config
     except ImportError:
-        raise ValueError(f"{PREFIX}URI is set but python-ldap or django-auth-ldap is not "
+        raise SettingError(f"{PREFIX}URI is set but python-ldap or django-auth-ldap is not "
                          "installed: pip install 'clusterwatch[monitor]'") from None
     uris = _uris(values[PREFIX + "URI"])
     start_tls = prefixed_settings.flag(values, PREFIX + "START_TLS")
     if start_tls and any(uri.startswith("ldaps:") for uri in uris):
-        raise ValueError(f"{PREFIX}START_TLS is for ldap:// URIs; ldaps:// is TLS already")
-    timeout = _timeout(values.get(PREFIX + "TIMEOUT_S"))
+        raise SettingError(f"{PREFIX}START_TLS is for ldap:// URIs; ldaps:// is TLS already")
+    timeout = prefixed_settings.seconds(values, PREFIX + "TIMEOUT_S", DEFAULT_TIMEOUT_S,
+                                       most=MAX_TIMEOUT_S)
     attributes = {suffix: _attribute(values, suffix, default)
                   for suffix, (_, default) in ATTRIBUTES.items()}
     bind_dn = _dn(values, "BIND_DN") if PREFIX + "BIND_DN" in values else ""
@@ -95,7 +99,7 @@ def _ldap_settings(values: Mapping[str, str], credentials: str) -> dict[str, Any
     if PREFIX + "STAFF_GROUP" in values or PREFIX + "OPERATORS_GROUP" in values:
         result.update(_groups(config, ldap, values))
     elif PREFIX + "GROUP_TYPE" in values:
-        raise ValueError(f"{PREFIX}GROUP_TYPE says what {PREFIX}STAFF_GROUP or {PREFIX}"
+        raise SettingError(f"{PREFIX}GROUP_TYPE says what {PREFIX}STAFF_GROUP or {PREFIX}"
                          "OPERATORS_GROUP is; set one of them too")
     return result
 
@@ -105,28 +109,15 @@ def _uris(text: str) -> list[str]:
     for uri in uris:
         found = _URI.match(uri)
         if found is None or int(found.group("port") or 389) > 65535:
-            raise ValueError(f"{PREFIX}URI must be ldap://host[:port] or ldaps://host[:port] "
+            raise SettingError(f"{PREFIX}URI must be ldap://host[:port] or ldaps://host[:port] "
                              f"(several: separated by spaces), not {uri!r}")
     return uris
-
-
-def _timeout(text: Optional[str]) -> float:
-    if text is None:
-        return DEFAULT_TIMEOUT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= MAX_TIMEOUT_S:  # also NaN
-        raise ValueError(f"{PREFIX}TIMEOUT_S must be a number of seconds above 0 and at most "
-                         f"{MAX_TIMEOUT_S:g}, not {text!r}")
-    return seconds
 
 
 def _attribute(values: Mapping[str, str], suffix: str, default: str) -> str:
     name = values.get(PREFIX + suffix, default)
     if not _ATTRIBUTE.match(name):
-        raise ValueError(f"{PREFIX}{suffix} must be an LDAP attribute name, not {name!r}")
+        raise SettingError(f"{PREFIX}{suffix} must be an LDAP attribute name, not {name!r}")
     return name
 
 
@@ -135,25 +126,24 @@ def _dn(values: Mapping[str, str], suffix: str) -> str:
 
     value = values[PREFIX + suffix]
     if not ldap.dn.is_dn(value) or not ldap.dn.str2dn(value):
-        raise ValueError(f"{PREFIX}{suffix} must be a distinguished name such as "
+        raise SettingError(f"{PREFIX}{suffix} must be a distinguished name such as "
                          f"ou=people,dc=example,dc=org, not {value!r}")
     return value
 
 
 def _bind_password(values: Mapping[str, str], bind_dn: str, credentials: str) -> str:
-    path = values.get(PREFIX + "BIND_PASSWORD_FILE")
-    if path is None and credentials and (Path(credentials) / CREDENTIAL).is_file():
-        path = os.path.join(credentials, CREDENTIAL)
-    if path is None:
+    found = secret_file(values.get(PREFIX + "BIND_PASSWORD_FILE", ""),
+                        PREFIX + "BIND_PASSWORD_FILE", credential=CREDENTIAL,
+                        credentials_dir=credentials)
+    if found is None:
         if bind_dn:
-            raise ValueError(f"{PREFIX}BIND_DN needs its password: a mode-600 file named by "
-                             f"{PREFIX}BIND_PASSWORD_FILE, or the systemd credential "
-                             f"{CREDENTIAL}")
+            raise SettingError(f"{PREFIX}BIND_DN needs its password: a mode-600 file named by "
+                               f"{PREFIX}BIND_PASSWORD_FILE, or the systemd credential "
+                               f"{CREDENTIAL}")
         return ""
     if not bind_dn:
-        raise ValueError(f"{PREFIX}BIND_PASSWORD_FILE is the password of {PREFIX}BIND_DN; "
-                         "set that too")
-    return read_password_file(path, setting=PREFIX + "BIND_PASSWORD_FILE")
+        raise SettingError(f"{found.setting} is the password of {PREFIX}BIND_DN; set that too")
+    return read_secret(found)
 
 
 def _connection_options(ldap: Any, timeout: float, values: Mapping[str, str]) -> dict[int, Any]:
@@ -173,7 +163,7 @@ def _connection_options(ldap: Any, timeout: float, values: Mapping[str, str]) ->
             with open(ca_file, "rb"):
                 pass
         except OSError as exc:
-            raise ValueError(f"{PREFIX}CA_FILE: cannot read {ca_file}: "
+            raise SettingError(f"{PREFIX}CA_FILE: cannot read {ca_file}: "
                              f"{exc.strerror or type(exc).__name__}") from None
         options[ldap.OPT_X_TLS_CACERTFILE] = ca_file
         options[ldap.OPT_X_TLS_REQUIRE_CERT] = ldap.OPT_X_TLS_DEMAND
@@ -185,12 +175,12 @@ def _user_lookup(config: Any, ldap: Any, values: Mapping[str, str]) -> dict[str,
     template = values.get(PREFIX + "USER_DN_TEMPLATE")
     base = values.get(PREFIX + "USER_SEARCH_BASE")
     if (template is None) == (base is None):
-        raise ValueError(f"{PREFIX}URI needs exactly one of {PREFIX}USER_DN_TEMPLATE (e.g. "
+        raise SettingError(f"{PREFIX}URI needs exactly one of {PREFIX}USER_DN_TEMPLATE (e.g. "
                          f"uid=%(user)s,ou=people,dc=example,dc=org) and {PREFIX}"
                          "USER_SEARCH_BASE")
     if template is not None:
         if PREFIX + "USER_FILTER" in values:
-            raise ValueError(f"{PREFIX}USER_FILTER is for {PREFIX}USER_SEARCH_BASE, not for a "
+            raise SettingError(f"{PREFIX}USER_FILTER is for {PREFIX}USER_SEARCH_BASE, not for a "
                              "DN template")
         dn = _with_user(template, "USER_DN_TEMPLATE")
         _dn({PREFIX + "USER_DN_TEMPLATE": dn}, "USER_DN_TEMPLATE")
@@ -198,7 +188,7 @@ def _user_lookup(config: Any, ldap: Any, values: Mapping[str, str]) -> dict[str,
     _dn(values, "USER_SEARCH_BASE")
     search_filter = values.get(PREFIX + "USER_FILTER", DEFAULT_FILTER)
     if not _balanced(_with_user(search_filter, "USER_FILTER")):
-        raise ValueError(f"{PREFIX}USER_FILTER must be an LDAP filter in parentheses such "
+        raise SettingError(f"{PREFIX}USER_FILTER must be an LDAP filter in parentheses such "
                          f"as {DEFAULT_FILTER}, not {search_filter!r}")
     return {"AUTH_LDAP_USER_SEARCH": config.LDAPSearch(base, ldap.SCOPE_SUBTREE, search_filter)}
 
@@ -210,7 +200,7 @@ def _with_user(template: str, suffix: str) -> str:
     except (KeyError, ValueError, TypeError):
         filled = template
     if "someone" not in filled or "someone" in template:
-        raise ValueError(f"{PREFIX}{suffix} must hold %(user)s where the user name goes (and "
+        raise SettingError(f"{PREFIX}{suffix} must hold %(user)s where the user name goes (and "
                          f"any other % doubled), not {template!r}")
     return filled
 
@@ -232,7 +222,7 @@ def _groups(config: Any, ldap: Any, values: Mapping[str, str]) -> dict[str, Any]
     kind = values.get(PREFIX + "GROUP_TYPE", GROUP_TYPES[0])
     types = {name.lower(): name for name in GROUP_TYPES}
     if kind.lower() not in types:
-        raise ValueError(f"{PREFIX}GROUP_TYPE must be one of {', '.join(GROUP_TYPES)}, "
+        raise SettingError(f"{PREFIX}GROUP_TYPE must be one of {', '.join(GROUP_TYPES)}, "
                          f"not {kind!r}")
     group_type = {"groupofnames": config.GroupOfNamesType,
                   "groupofuniquenames": config.GroupOfUniqueNamesType,

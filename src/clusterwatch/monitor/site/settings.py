@@ -22,8 +22,9 @@ CLUSTERWATCH_PROMETHEUS_URL    turns the usage reports on (the rest of their set
                                clusterwatch.monitor.usage.config, docs/usage.md)
 CLUSTERWATCH_EMAIL_*           the end-of-job email (clusterwatch.monitor.usage.mail.settings)
 
-A malformed value raises ValueError with a message that starts with the variable's name
-(`clusterwatch monitor` turns it into a configuration error, exit 78) and holds no secret.
+A malformed value raises SettingError (a ValueError; clusterwatch.monitor.core.secrets) with
+a message that starts with the variable's name (`clusterwatch monitor` turns it into a
+configuration error, exit 78) and holds no secret.
 """
 
 from __future__ import annotations
@@ -31,27 +32,18 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import stat
 import tempfile
 from pathlib import Path
-from typing import Optional
 
-from clusterwatch.monitor.core import database_url
+from clusterwatch.monitor.core import database_url, prefixed_settings
+from clusterwatch.monitor.core.secrets import SettingError, read_secret_file
 from clusterwatch.monitor.site import ldap_settings
 from clusterwatch.monitor.usage.mail import settings as mail_settings
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
 
-
-def _flag(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value not in _TRUE + _FALSE:
-        # A typo must not silently turn DEBUG off, or the proxy settings on.
-        raise ValueError(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, not {value!r}")
-    return value in _TRUE
+def _flag(name: str) -> bool:
+    # A typo must not silently turn DEBUG off, or the proxy settings on: refused, not off.
+    return prefixed_settings.flag({name: os.environ.get(name, "").strip()}, name)
 
 
 def _int(name: str, default: int) -> int:
@@ -61,9 +53,9 @@ def _int(name: str, default: int) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
+        raise SettingError(f"{name} must be a whole number, not {value[:40]!r}") from None
     if number <= 0:
-        raise ValueError(f"{name} must be positive, not {number}")
+        raise SettingError(f"{name} must be positive, not {number}")
     return number
 
 
@@ -90,23 +82,10 @@ def _secret_key(data_dir: Path) -> str:
                 os.link(temporary, path)
         finally:
             os.unlink(temporary)
-    return _read_secret_key(path)
-
-
-def _read_secret_key(path: Path) -> str:
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"CLUSTERWATCH_DATA_DIR: cannot read {path}: "
-                         f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
-    if mode & 0o077:
-        raise ValueError(f"CLUSTERWATCH_DATA_DIR: {path} is readable by other users (mode "
-                         f"{stat.S_IMODE(mode):04o}); chmod 600 it")
-    if not text:
-        raise ValueError(f"CLUSTERWATCH_DATA_DIR: {path} is empty; remove it to have a new "
-                         "key made (this logs everyone out) or set CLUSTERWATCH_SECRET_KEY")
-    return text
+    return read_secret_file(
+        str(path), "CLUSTERWATCH_DATA_DIR", credentials_dir="",  # never a systemd credential
+        if_empty="; remove it to have a new key made (this logs everyone out) or set "
+                 "CLUSTERWATCH_SECRET_KEY")
 
 
 BASE_DIR = Path(__file__).resolve().parent
@@ -122,20 +101,9 @@ ALLOWED_HOSTS = [
     if host.strip()
 ]
 
-
-def _password_file() -> Optional[str]:
-    """CLUSTERWATCH_DATABASE_PASSWORD_FILE, else the systemd credential `db-password`."""
-    explicit = os.environ.get("CLUSTERWATCH_DATABASE_PASSWORD_FILE", "").strip()
-    if explicit:
-        return explicit
-    credentials = os.environ.get("CREDENTIALS_DIRECTORY", "").strip()
-    if credentials and (Path(credentials) / "db-password").is_file():
-        return str(Path(credentials) / "db-password")
-    return None
-
-
 DATABASES = {
-    "default": database_url.parse(os.environ["CLUSTERWATCH_DATABASE_URL"], _password_file())
+    "default": database_url.parse(os.environ["CLUSTERWATCH_DATABASE_URL"],
+                                   database_url.password_file(os.environ))
     if os.environ.get("CLUSTERWATCH_DATABASE_URL", "").strip()
     else database_url.sqlite(DATA_DIR / "monitor.sqlite3")
 }

@@ -9,7 +9,8 @@ CLUSTERWATCH_SCRAPE_INTERVAL_S    the exporter's scrape interval (default 30)
 CLUSTERWATCH_PROMETHEUS_TIMEOUT_S deadline of one report's queries together (default 10)
 CLUSTERWATCH_USAGE_ACCOUNT_ACCESS 1/true: members of a job's account see its report
 
-A bad value is a ConfigError whose one-line message names the variable (exit 78).
+A bad value is a SettingError (a ConfigError) whose one-line message names the variable
+(exit 78).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.core import prefixed_settings
+from clusterwatch.monitor.core.secrets import SettingError
 from clusterwatch.monitor.usage.analysis.thresholds import Thresholds, load_thresholds
 
 ACCOUNTING_KINDS = ("sacct", "slurmdb")
@@ -49,11 +50,11 @@ def usage_enabled(environ: Optional[Mapping[str, str]] = None) -> bool:
 def read_config(environ: Mapping[str, str], data_dir: Path) -> UsageConfig:
     url = environ.get("CLUSTERWATCH_PROMETHEUS_URL", "").strip()
     if not url:
-        raise ConfigError("CLUSTERWATCH_PROMETHEUS_URL is not set: the usage reports are off")
+        raise SettingError("CLUSTERWATCH_PROMETHEUS_URL is not set: the usage reports are off")
     _check_url(url)
     accounting = environ.get("CLUSTERWATCH_ACCOUNTING", "").strip() or "sacct"
     if accounting not in ACCOUNTING_KINDS:
-        raise ConfigError(f"CLUSTERWATCH_ACCOUNTING must be one of "
+        raise SettingError(f"CLUSTERWATCH_ACCOUNTING must be one of "
                           f"{', '.join(ACCOUNTING_KINDS)}, not {accounting[:40]!r}")
     thresholds_file = environ.get("CLUSTERWATCH_USAGE_THRESHOLDS", "").strip()
     return UsageConfig(
@@ -80,19 +81,13 @@ def _check_url(url: str) -> None:
     # Never quote the URL itself in the message: it may carry credentials.
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError("CLUSTERWATCH_PROMETHEUS_URL must be an http:// or https:// URL "
+        raise SettingError("CLUSTERWATCH_PROMETHEUS_URL must be an http:// or https:// URL "
                           "with a host, e.g. http://prometheus.example.org:9090")
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
-    try:
-        return prefixed_settings.seconds(environ, name, default, most=86400)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    return prefixed_settings.seconds(environ, name, default, most=86400)
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
-    try:
-        return prefixed_settings.flag({name: environ.get(name, "").strip()}, name)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    return prefixed_settings.flag({name: environ.get(name, "").strip()}, name)

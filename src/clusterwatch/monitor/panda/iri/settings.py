@@ -1,6 +1,7 @@
 """What the IRI client takes from configuration, checked before any request: the token file,
-the API's base URL and the file to read. Every problem is a ConfigError (exit 78 for a
-command), in one line that names the setting and never quotes the token or the URL.
+the API's base URL and the file to read. Every problem is a SettingError (a ConfigError:
+exit 78 for a command), in one line that names the setting and never quotes the token or
+the URL.
 """
 
 from __future__ import annotations
@@ -8,9 +9,8 @@ from __future__ import annotations
 import urllib.parse
 from typing import Optional
 
-from clusterwatch.errors import ConfigError
 from clusterwatch.http_client import url_problem
-from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
+from clusterwatch.monitor.core.secrets import SettingError, read_secret_file
 
 TOKEN_SETTING = "--iri-token-file"  # noqa: S105 (the option naming the file, no secret)
 URL_SETTING = "--iri-url"
@@ -20,13 +20,10 @@ def read_token_file(path: str, setting: str = TOKEN_SETTING) -> str:
     """The bearer token alone on the file's one line. The file must be private (mode 600, or
     a systemd credential), as the monitor's password files are; it is read at each use, so
     whatever refreshes it (NERSC's tokens live about ten minutes) needs no restart here."""
-    try:
-        token = read_password_file(path, setting)
-    except DatabaseUrlError as exc:
-        raise ConfigError(str(exc)) from None
+    token = read_secret_file(path, setting)
     problem = token_problem(token)
     if problem:
-        raise ConfigError(f"{setting}: {path} {problem}")
+        raise SettingError(f"{setting}: {path} {problem}")
     return token
 
 
@@ -61,19 +58,19 @@ def base_url_problem(url: str) -> Optional[str]:
 
 
 def check_view_settings(base_url: str, resource_id: str, path: str, token: str) -> None:
-    """Raise ConfigError for the first setting that no view request could be made with."""
+    """Raise SettingError for the first setting that no view request could be made with."""
     check_view_target(base_url, resource_id, path)
     problem = token_problem(token)
     if problem:
-        raise ConfigError(f"{TOKEN_SETTING}: the token {problem}")
+        raise SettingError(f"{TOKEN_SETTING}: the token {problem}")
 
 
 def check_view_target(base_url: str, resource_id: str, path: str) -> None:
     """check_view_settings without the token: what register_harvester can check up front."""
     problem = base_url_problem(base_url)
     if problem:
-        raise ConfigError(f"{URL_SETTING}: {problem}")
+        raise SettingError(f"{URL_SETTING}: {problem}")
     if not resource_id.strip() or not resource_id.isprintable():
-        raise ConfigError("--iri-resource: give the resource's id (e.g. a UUID or 'cfs')")
+        raise SettingError("--iri-resource: give the resource's id (e.g. a UUID or 'cfs')")
     if not path.startswith("/") or not path.isprintable():
-        raise ConfigError("--iri-path: give the file's absolute path at NERSC")
+        raise SettingError("--iri-path: give the file's absolute path at NERSC")

@@ -17,24 +17,26 @@ CLUSTERWATCH_EMAIL_DOMAIN         a user without an email address gets user@DOMA
 CLUSTERWATCH_EMAIL_JOBS           which ended jobs the poller mails: all, warnings (default:
                                   only jobs with a warning) or none (only MailProg's)
 
-Every malformed value raises a one-line ValueError that starts with the variable's name and
+Every malformed value raises a one-line SettingError that starts with the variable's name and
 holds no secret (exit 78). The password is read when a command is about to send, so the web
 app, which never sends, needs no access to it.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Optional
 
-from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.core import prefixed_settings
-from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
+from clusterwatch.monitor.core.secrets import (
+    CREDENTIALS_DIRECTORY,
+    SettingError,
+    read_secret,
+    secret_file,
+)
 
 PREFIX = "CLUSTERWATCH_EMAIL_"
 CREDENTIAL = "email-password"  # the systemd credential read when no file is named
@@ -68,18 +70,18 @@ def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     use_tls = prefixed_settings.flag(values, PREFIX + "USE_TLS")
     use_ssl = prefixed_settings.flag(values, PREFIX + "USE_SSL")
     if use_tls and use_ssl:
-        raise ValueError(f"{PREFIX}USE_TLS and {PREFIX}USE_SSL exclude each other: USE_SSL for "
+        raise SettingError(f"{PREFIX}USE_TLS and {PREFIX}USE_SSL exclude each other: USE_SSL for "
                          "TLS from the start (port 465), USE_TLS for STARTTLS (port 587)")
     sender = values.get(PREFIX + "FROM", "")
     if sender and not _ADDRESS.fullmatch(sender):
-        raise ValueError(f"{PREFIX}FROM must be an address like clusterwatch@example.org, "
+        raise SettingError(f"{PREFIX}FROM must be an address like clusterwatch@example.org, "
                          f"not {sender[:60]!r}")
     domain = values.get(PREFIX + "DOMAIN", "").lstrip("@")
     if domain and not _DOMAIN.fullmatch(domain):
-        raise ValueError(f"{PREFIX}DOMAIN must be a domain like example.org, not {domain[:60]!r}")
+        raise SettingError(f"{PREFIX}DOMAIN must be a domain like example.org, not {domain[:60]!r}")
     jobs = values.get(PREFIX + "JOBS", "warnings").lower()
     if jobs not in JOB_CHOICES:
-        raise ValueError(f"{PREFIX}JOBS must be one of {', '.join(JOB_CHOICES)}, "
+        raise SettingError(f"{PREFIX}JOBS must be one of {', '.join(JOB_CHOICES)}, "
                          f"not {jobs[:40]!r}")
     settings: dict[str, Any] = {
         "EMAIL_HOST": _host(values.get(PREFIX + "HOST", "localhost")),
@@ -88,12 +90,13 @@ def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
         "EMAIL_USE_SSL": use_ssl,
         "EMAIL_HOST_USER": values.get(PREFIX + "USER", ""),
         "EMAIL_HOST_PASSWORD": "",  # read from its file only when a command sends
-        "EMAIL_TIMEOUT": _timeout(values),
+        "EMAIL_TIMEOUT": prefixed_settings.seconds(values, PREFIX + "TIMEOUT", DEFAULT_TIMEOUT_S,
+                                                 most=MAX_TIMEOUT_S),
         "USAGE_MAIL": MailSettings(
             sender=sender, base_url=_base_url(values.get(PREFIX + "BASE_URL", "")),
             domain=domain, jobs=jobs, user=values.get(PREFIX + "USER", ""),
             password_file=values.get(PREFIX + "PASSWORD_FILE", ""),
-            credentials_dir=environ.get("CREDENTIALS_DIRECTORY", "").strip()),
+            credentials_dir=environ.get(CREDENTIALS_DIRECTORY, "").strip()),
     }
     if sender:
         settings["DEFAULT_FROM_EMAIL"] = settings["SERVER_EMAIL"] = sender
@@ -102,7 +105,7 @@ def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
 
 def _host(text: str) -> str:
     if not _HOST.fullmatch(text):
-        raise ValueError(f"{PREFIX}HOST must be a host name or address, not {text[:60]!r}")
+        raise SettingError(f"{PREFIX}HOST must be a host name or address, not {text[:60]!r}")
     return text.strip("[]")
 
 
@@ -111,22 +114,8 @@ def _port(values: Mapping[str, str], default: int) -> int:
     if not text:
         return default
     if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise ValueError(f"{PREFIX}PORT must be a port number (1-65535), not {text[:40]!r}")
+        raise SettingError(f"{PREFIX}PORT must be a port number (1-65535), not {text[:40]!r}")
     return int(text)
-
-
-def _timeout(values: Mapping[str, str]) -> float:
-    text = values.get(PREFIX + "TIMEOUT", "")
-    if not text:
-        return DEFAULT_TIMEOUT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_S:
-        raise ValueError(f"{PREFIX}TIMEOUT must be a number of seconds above 0 and at most "
-                         f"{MAX_TIMEOUT_S:g}, not {text[:40]!r}")
-    return seconds
 
 
 def _base_url(text: str) -> str:
@@ -138,12 +127,12 @@ def _base_url(text: str) -> str:
         parts = urllib.parse.urlsplit(text)
         host = parts.hostname
     except ValueError:  # e.g. an unclosed [ or a bad port
-        raise ValueError(message) from None
+        raise SettingError(message) from None
     if parts.scheme not in ("http", "https") or not host or parts.query or parts.fragment:
-        raise ValueError(message)
+        raise SettingError(message)
     if parts.username or parts.password:
         # The links land in people's inboxes: never with credentials in them.
-        raise ValueError(f"{PREFIX}BASE_URL must not hold a user name or password")
+        raise SettingError(f"{PREFIX}BASE_URL must not hold a user name or password")
     return text.rstrip("/")
 
 
@@ -155,31 +144,27 @@ def settings_of(django_settings: Any) -> MailSettings:
 
 
 def require_sending(mail: MailSettings) -> None:
-    """ConfigError unless what every email needs is set: the sender and the links' base."""
+    """SettingError unless what every email needs is set: the sender and the links' base."""
     if not mail.sender:
-        raise ConfigError(f"{PREFIX}FROM is not set: the end-of-job email needs a sender "
+        raise SettingError(f"{PREFIX}FROM is not set: the end-of-job email needs a sender "
                           "address")
     if not mail.base_url:
-        raise ConfigError(f"{PREFIX}BASE_URL is not set: the end-of-job email's links need "
+        raise SettingError(f"{PREFIX}BASE_URL is not set: the end-of-job email's links need "
                           "the monitor's public URL")
 
 
 def smtp_password(mail: MailSettings) -> str:
     """The SMTP password ("" without a login): the file, else the systemd credential.
-    ConfigError (one line, never the password) when it cannot be read or is not private."""
-    credential = Path(mail.credentials_dir) / CREDENTIAL if mail.credentials_dir else None
-    path = mail.password_file or (str(credential) if credential and credential.is_file()
-                                  else "")
+    SettingError (one line, never the password) when it cannot be read or is not private."""
     if not mail.user:
         if mail.password_file:
-            raise ConfigError(f"{PREFIX}PASSWORD_FILE is set but {PREFIX}USER is not: the "
-                              "password is sent only with a login")
+            raise SettingError(f"{PREFIX}PASSWORD_FILE is set but {PREFIX}USER is not: the "
+                               "password is sent only with a login")
         return ""
-    if not path:
-        raise ConfigError(f"{PREFIX}USER is set but there is no password: name a mode-600 "
-                          f"file in {PREFIX}PASSWORD_FILE or give the unit the systemd "
-                          f"credential {CREDENTIAL}")
-    try:
-        return read_password_file(path, PREFIX + "PASSWORD_FILE")
-    except DatabaseUrlError as exc:
-        raise ConfigError(str(exc)) from None
+    found = secret_file(mail.password_file, PREFIX + "PASSWORD_FILE", credential=CREDENTIAL,
+                        credentials_dir=mail.credentials_dir)
+    if found is None:
+        raise SettingError(f"{PREFIX}USER is set but there is no password: name a mode-600 "
+                           f"file in {PREFIX}PASSWORD_FILE or give the unit the systemd "
+                           f"credential {CREDENTIAL}")
+    return read_secret(found)

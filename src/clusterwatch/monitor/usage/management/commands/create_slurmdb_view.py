@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from clusterwatch.atomic_write import write_atomically
 from clusterwatch.errors import ConfigError, RunError
-from clusterwatch.monitor.core.database_url import DatabaseUrlError, read_password_file
+from clusterwatch.monitor.core.secrets import read_secret_file
 from clusterwatch.monitor.usage.accounting.slurmdb_admin import (
     MissingTables,
     ViewRequest,
@@ -182,10 +182,7 @@ def _admin_password(password_file: Optional[Path],
             raise ConfigError(f"{option}: no such file (give the path of a mode-600 file "
                               "holding the password, never the password itself)")
     if password_file:
-        try:
-            return read_password_file(str(password_file), setting="--admin-password-file")
-        except DatabaseUrlError as exc:
-            raise ConfigError(str(exc)) from None
+        return read_secret_file(str(password_file), "--admin-password-file")
     if defaults_file:
         try:
             mode = defaults_file.stat().st_mode
