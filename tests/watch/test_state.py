@@ -43,7 +43,7 @@ def test_it_loads_what_it_saved(tmp_path: Path) -> None:
 def test_it_stores_records_as_rows_of_4_or_7(tmp_path: Path) -> None:
     state.save(tmp_path, sample_state())
     data = json.loads((tmp_path / state.STATE_FILE).read_bytes())
-    assert list(data) == ["version", "targets", "outbox", "last_poll"]
+    assert list(data) == ["version", "targets", "outbox", "last_poll", "silences"]
     assert data["targets"] == {
         "node:worker1.example.org": [T0, T0 - 60, None, None],
         "gpu:192.0.2.10:9100": [T0, None, T0 - 120, T0 - 130.5, "0badcafe", T0 - 900, "stale"],

@@ -24,6 +24,7 @@ from typing import Any, Optional
 from clusterwatch.atomic_write import write_atomically
 from clusterwatch.errors import RunError
 from clusterwatch.notify.outbox import Outbox
+from clusterwatch.notify.silences import Silence
 from clusterwatch.regular_file import NotRegularFile, read_regular
 from clusterwatch.watch.decisions import TargetRecord
 from clusterwatch.watch.state_codec import Decoded, decode
@@ -46,6 +47,7 @@ class WatchState:
     records: dict[str, TargetRecord] = field(default_factory=dict)
     outbox: Outbox = field(default_factory=Outbox)
     last_poll: dict[str, Any] = field(default_factory=dict)  # summary for status and health
+    silences: list[Silence] = field(default_factory=list)  # saved with the rest, atomically
     damage: Optional[str] = None  # set by a load that found the file damaged: what it did
 
 
@@ -121,7 +123,8 @@ def load(state_dir: Path, repair: bool = True, channel_names: Sequence[str] = ()
         if raw is None:
             return WatchState()
         decoded, reason = _decode(raw, channel_names)
-    watch_state = WatchState(decoded.records, decoded.outbox, decoded.last_poll)
+    watch_state = WatchState(decoded.records, decoded.outbox, decoded.last_poll,
+                             decoded.silences)
     if decoded.original and repair:
         # Not damage: the original script's file, read whole or in part; the caller's
         # next save writes it in this format.
@@ -213,6 +216,7 @@ def save(state_dir: Path, state: WatchState, records_json: Optional[bytes] = Non
         b',"targets":', records_json,
         b',"outbox":', _dumps(state.outbox.to_json()),
         b',"last_poll":', _dumps(state.last_poll),
+        b',"silences":', _dumps([silence.to_json() for silence in state.silences]),
         b"}",
     ))
     try:

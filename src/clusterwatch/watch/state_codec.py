@@ -17,6 +17,7 @@ from typing import Any, Optional
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import Attempt, ChannelState, Outbox
+from clusterwatch.notify.silences import Silence
 from clusterwatch.watch.decisions import Incident, TargetRecord
 
 # Epoch seconds far beyond any clock, yet a bound that also refuses NaN, inf and 400-digit ints.
@@ -36,6 +37,7 @@ class Decoded:
     records: dict[str, TargetRecord] = field(default_factory=dict)
     outbox: Outbox = field(default_factory=Outbox)
     last_poll: dict[str, Any] = field(default_factory=dict)
+    silences: list[Silence] = field(default_factory=list)  # absent before silences: none
     problems: list[str] = field(default_factory=list)  # what was dropped or reset, and why
     original: bool = False  # read from the original pool-watch script's format
 
@@ -55,7 +57,25 @@ def decode(data: dict[str, Any], channel_names: Sequence[str] = (),
     decoded.outbox = _outbox(data.get("outbox", {"next_seq": 1, "channels": {}}), decoded,
                              channel_names, salvaged)
     decoded.last_poll = _last_poll(data.get("last_poll", {}), decoded.problems)
+    decoded.silences = _silences(data.get("silences", []), decoded.problems)
     return decoded
+
+
+def _silences(items: Any, problems: list[str]) -> list[Silence]:
+    """The silences, entry by entry: a damaged entry is dropped and named, never the rest.
+
+    A file written before silences existed has no such section: no silences, no damage.
+    """
+    if not isinstance(items, list):
+        problems.append(f"the silences {quote(items)} are not a JSON array: dropped")
+        return []
+    kept: list[Silence] = []
+    for item in items:
+        try:
+            kept.append(Silence.from_json(item))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            problems.append(f"silence {quote(item)} unreadable: dropped")
+    return kept
 
 
 def is_time(value: Any) -> bool:
