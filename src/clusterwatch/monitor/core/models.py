@@ -163,6 +163,13 @@ class Alarm(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
     close_detail = models.TextField(blank=True)
+    # True while the incident's alert is held back by a silence or maintenance window (not
+    # appended to the outbox); a recovery is appended only for an incident whose alert was.
+    alert_held = models.BooleanField(default=False)
+    # The acknowledgement ("I'm on it"): belongs to its incident, never cleared.
+    acknowledged_by = models.CharField(max_length=150, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    ack_comment = models.TextField(blank=True)
 
     class Meta:
         constraints = [
@@ -173,6 +180,22 @@ class Alarm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.target} ({'closed' if self.closed_at else 'open'})"
+
+
+class AlarmSilence(models.Model):
+    """A silence over the monitor's alarms (notify.silences.Silence as a row)."""
+
+    id = models.CharField(max_length=12, primary_key=True)  # 12 hex characters, random
+    matchers = models.JSONField(default=list)  # ["key:pandaharvester0*", ...]
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    author = models.CharField(max_length=150)
+    comment = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    expired_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"silence {self.id}"
 
 
 class AlarmOutbox(models.Model):
