@@ -57,3 +57,14 @@ def test_a_silences_section_that_is_not_a_list_is_dropped(tmp_path: Path) -> Non
     path.write_text(json.dumps(data))
     loaded = state.load(tmp_path)
     assert loaded.silences == [] and loaded.damage is not None
+
+
+def test_a_file_that_is_not_json_any_more_keeps_its_silences(tmp_path: Path) -> None:
+    good = _silence()
+    state.save(tmp_path, state.WatchState(silences=[good]))  # type: ignore[list-item]
+    path = tmp_path / state.STATE_FILE
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b'"outbox":{', b'"outbox":{\x00garbage', 1))
+    loaded = state.load(tmp_path)
+    assert loaded.damage is not None
+    assert loaded.silences == [good]

@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
 # With the original script's sections (state_original), so its file is salvaged as well.
-TOP_SECTIONS = ("version", "targets", "outbox", "last_poll", "pending", "retry_after")
+TOP_SECTIONS = ("version", "targets", "outbox", "last_poll", "pending", "retry_after",
+                "silences")
 OUTBOX_SECTIONS = ("next_seq", "events", "channels", "history", "only_for")
 
 _DECODER = json.JSONDecoder()
