@@ -120,7 +120,7 @@ def test_it_runs_one_poll_and_prints_new_transitions(pool: Pool, capsys,
     assert status == 0  # alerted, and still 0
     assert transitions(out) == [("alert", f"gpu:{G1}", "(stale)")]
     assert f"ALERT gpu:{G1} (stale)" in err  # logged as well, to stderr
-    assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
+    assert recorded_argv(pool.bin_dir) == [["-af", "Machine", "LastHeardFrom"]]
     assert len(pool.prometheus.queries) == 1
     assert incident_of(out, f"gpu:{G1}") in pool.slack.requests[0].json()["text"]
 

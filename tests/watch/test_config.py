@@ -168,7 +168,7 @@ def test_it_disables_the_gpu_check_for_an_empty_gpu_instances(pool: Pool, capsys
     status, _, err = cli(capsys, *pool_args(pool))
     assert status == 0, err
     assert pool.prometheus.queries == []
-    assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
+    assert recorded_argv(pool.bin_dir) == [["-af", "Machine", "LastHeardFrom"]]
     assert sorted(state.load(pool.state_dir).records) == [f"node:{W1}", f"node:{W2}"]
 
 
@@ -254,7 +254,7 @@ def test_it_runs_without_channels_when_there_is_no_slack_webhook(pool: Pool, cap
     ('[prometheus]\nadress = "http://127.0.0.1:9090"\n', "[prometheus]: unknown key(s) adress",
      "known: job, timeout_s, url"),
     ("[thresholds]\nfail = 600\n", "unknown key(s) fail",
-     "known: fail_s, fresh_s, max_gap_s, recover_s"),
+     "known: fail_s, fresh_s, max_gap_s, node_silence_s, recover_s"),
     ('[[channels]]\ntype = "slack"\nwebhook_file = "slack_webhook"\nchannel = "#ops"\n',
      "channels[0]: unknown key(s) channel", "known: labels, name, timeout_s, type, url"),
 ])
@@ -411,7 +411,7 @@ def test_it_lets_command_line_options_win_over_watch_toml(pool: Pool, tmp_path: 
     assert status == 0, err
     assert f"ALERT gpu:{G1} (stale)" in out
     assert len(pool.prometheus.queries) == 1
-    assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
+    assert recorded_argv(pool.bin_dir) == [["-af", "Machine", "LastHeardFrom"]]
     assert recorded_argv(broken.parent) == []
     assert (pool.state_dir / "state.json").is_file() and not toml_state.exists()
 
@@ -427,7 +427,7 @@ def test_it_takes_watch_toml_settings_without_command_line_options(pool: Pool, t
     assert status == 0, err
     assert f"ALERT gpu:{G1} (stale)" in out
     assert 'job="gpu-nodes"' in pool.prometheus.queries[0]["query"]
-    assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
+    assert recorded_argv(pool.bin_dir) == [["-af", "Machine", "LastHeardFrom"]]
     assert (toml_state / "state.json").is_file() and not pool.state_dir.exists()
 
 

@@ -39,7 +39,7 @@ def test_it_queries_condor_status_for_machine_names(pool: Pool) -> None:
     pool.all_healthy(T0)
     result = pool.poll(T0)
     assert result.node_error is None and result.decisions == []
-    assert recorded_argv(pool.bin_dir) == [["-af", "Machine"]]
+    assert recorded_argv(pool.bin_dir) == [["-af", "Machine", "LastHeardFrom"]]
 
 
 def test_it_alerts_on_a_node_missing_from_a_successful_query_for_15_minutes(pool: Pool) -> None:

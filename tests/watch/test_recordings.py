@@ -29,7 +29,7 @@ def recorded(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_recording_has_its_decisions() -> None:
-    assert {"pool_day", "node_power_loss"} <= set(NAMES)
+    assert {"pool_day", "node_power_loss", "node_power_loss_last_heard"} <= set(NAMES)
     assert {path.name.removesuffix(".jsonl") for path in RECORDINGS.glob("*.jsonl")
             if not path.name.endswith(".decisions.jsonl")} == set(NAMES)
 
@@ -49,3 +49,23 @@ def test_the_plain_power_loss_alerts_30_minutes_after_the_last_update(
         "node:worker03.example.org", "alert", "missing")
     assert alert["t"] - last_update == 30 * 60
     assert recover["action"] == "recover" and recover["t"] == last_update + 60 * 60
+
+
+def test_with_last_heard_the_power_loss_alerts_15_minutes_after_the_last_update(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Absent since it was last heard: the same polls with LastHeardFrom alert 15 minutes
+    sooner, at the poll where the collector drops the ad, and recover at the same time."""
+    last_update = 1_790_949_600.0
+    alert, recover = replayed("node_power_loss_last_heard", capsys)
+    assert (alert["target"], alert["action"]) == ("node:worker03.example.org", "alert")
+    assert alert["t"] - last_update == 15 * 60
+    assert recover == {**recorded("node_power_loss")[1]}
+
+
+def test_the_two_power_loss_recordings_are_the_same_polls() -> None:
+    def polls(name: str) -> list[tuple[Any, ...]]:
+        text = (RECORDINGS / f"{name}.jsonl").read_text(encoding="utf-8")
+        return [(item["t"], item["target"], item["observation"])
+                for item in map(json.loads, text.splitlines())]
+
+    assert polls("node_power_loss") == polls("node_power_loss_last_heard")

@@ -78,7 +78,8 @@ def load_config(
     _reject_unknown(data, known, CONFIG_FILE)
     prom = _table(data, "prometheus", {"url", "job", "timeout_s"})
     condor = _table(data, "condor", {"status_command", "timeout_s"})
-    limits = _table(data, "thresholds", {"fail_s", "recover_s", "max_gap_s", "fresh_s"})
+    limits = _table(data, "thresholds", {"fail_s", "recover_s", "max_gap_s", "fresh_s",
+                                         "node_silence_s"})
     health = _table(data, "health", {"textfile"})
     thresholds = Thresholds(**{key: _positive(limits, key, 0.0, "[thresholds]")
                                for key in limits})

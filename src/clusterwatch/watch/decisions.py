@@ -18,10 +18,14 @@ from clusterwatch.notify.incident import WATCH_ID_BYTES, Action, incident_id
 class Observation(enum.Enum):
     """A target's class at one poll; the value is the word events, replays and tables show.
 
-    Nodes are present, missing or unknown; GPU files fresh, aging, stale, missing or unknown.
+    Nodes are present, silent, missing or unknown; GPU files fresh, aging, stale, missing or
+    unknown.
     """
 
     PRESENT = "present"
+    # In the answer, but the collector has not heard from it for longer than node_silence_s
+    # (its LastHeardFrom): absent since it was last heard, as if its ads had expired then.
+    SILENT = "silent"
     MISSING = "missing"
     UNKNOWN = "unknown"  # failed queries and invalid rows alike
     FRESH = "fresh"
@@ -37,6 +41,10 @@ class Thresholds:
     recover_s: float = 600.0  # length of the clean window that closes an incident
     max_gap_s: float = 180.0  # a longer pause between polls breaks the pending windows
     fresh_s: float = 120.0  # oldest file age that counts as "being written"
+    # A node whose ads carry LastHeardFrom is silent when the collector has not heard from
+    # it for longer than this: twice HTCondor's default UPDATE_INTERVAL (300 s), so one
+    # late or lost update is no silence.
+    node_silence_s: float = 600.0
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -84,6 +92,26 @@ def classify_mtime(now: float, mtime: float,
     return Observation.AGING
 
 
+def classify_heard(now: float, last_heard: float, collector_now: float,
+                   thresholds: Thresholds = DEFAULT_THRESHOLDS
+                   ) -> tuple[Observation, Optional[float]]:
+    """(present or silent, when it was last heard on the poll's clock) for a node in a
+    successful answer whose ads carry `LastHeardFrom`.
+
+    `last_heard` is the node's newest LastHeardFrom, `collector_now` the newest of the
+    whole answer that is not after the poll (condor.collector_now). Both are the
+    collector's clock, so the silence is measured on it, never past the poll time: a
+    collector clock behind the watch's makes no node silent, and one ahead (a LastHeardFrom
+    in the future) makes a silence look shorter, so neither alerts sooner than the plain
+    rule. A silence is only ever counted against nodes the collector still hears from.
+    """
+    reference = min(collector_now, now)
+    silence = reference - min(last_heard, reference)
+    if silence > thresholds.node_silence_s:
+        return Observation.SILENT, now - silence
+    return Observation.PRESENT, None
+
+
 def decide(
     record: TargetRecord,
     target: str,
@@ -91,10 +119,12 @@ def decide(
     observation: Observation,
     mtime: Optional[float] = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    heard_at: Optional[float] = None,
 ) -> Optional[Decision]:
     """Apply one classified observation of `target` at poll time `now`; mutate `record`.
 
-    `mtime` is a GPU file's mtime for fresh, aging and stale.
+    `mtime` is a GPU file's mtime for fresh, aging and stale; `heard_at` a silent node's
+    last hearing on the poll's clock (`classify_heard`).
     """
     previous = record.last_poll
     record.last_poll = now
@@ -107,7 +137,7 @@ def decide(
     if observation is Observation.UNKNOWN:
         return None
 
-    if observation in (Observation.MISSING, Observation.STALE):
+    if observation in (Observation.MISSING, Observation.STALE, Observation.SILENT):
         _clear_recovery(record)
         if record.incident is not None:
             return None
@@ -116,9 +146,11 @@ def decide(
             return _open(record, target, now, Observation.STALE)
         if record.absent_since is None:
             record.absent_since = now
+            if observation is Observation.SILENT and heard_at is not None:
+                record.absent_since = _absent_from(now, heard_at, thresholds)
         if now - record.absent_since >= thresholds.fail_s:
             record.absent_since = None
-            return _open(record, target, now, Observation.MISSING)
+            return _open(record, target, now, observation)
         return None
 
     # present, fresh or aging: the target is there, so no absence window is pending.
@@ -135,6 +167,18 @@ def decide(
     if observation is Observation.FRESH and not _mtime_advanced(record.good_first_mtime, mtime):
         return None  # a fresh age without a newer write: keep the window open
     return _close(record, target, now, observation)
+
+
+def _absent_from(now: float, heard_at: float, thresholds: Thresholds) -> float:
+    """Where a silent node's absence window starts: when it was last heard.
+
+    Watching every minute, the watch first sees a silence at most max_gap_s after it passed
+    node_silence_s. A longer one at first sight is a silence the watch did not see pass (it
+    was not polling) or an absurd LastHeardFrom: it counts from node_silence_s + max_gap_s
+    before this poll, so the watch sees the node silent for itself (2 minutes with the
+    defaults) before it alerts, and one bad value cannot alert on the poll that reads it.
+    """
+    return min(now, max(heard_at, now - thresholds.node_silence_s - thresholds.max_gap_s))
 
 
 def _mtime_advanced(first: Optional[float], last: Optional[float]) -> bool:

@@ -20,13 +20,14 @@ from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import deliver
 from clusterwatch.watch import health, state
-from clusterwatch.watch.condor import NodeObservation, query_machines
+from clusterwatch.watch.condor import NodeObservation, collector_now, query_machines
 from clusterwatch.watch.config import WatchConfig
 from clusterwatch.watch.decisions import (
     Decision,
     Observation,
     TargetRecord,
     Thresholds,
+    classify_heard,
     classify_mtime,
     decide,
 )
@@ -77,19 +78,25 @@ def evaluate(
     decisions: list[Decision] = []
     # The loops run once per target: attribute lookups are hoisted out of them.
     node_failed = node_obs.error is not None
-    machines = node_obs.machines
+    machines, heard = node_obs.machines, node_obs.heard
+    # The collector's clock, once per poll: a node's silence is measured on it.
+    reference = collector_now(node_obs, now) if heard else now
     for name in nodes:
         target = NODE_PREFIX + name
         record = records.get(target)
         if record is None:
             record = TargetRecord()
+        heard_at = None
         if node_failed:
             observation = Observation.UNKNOWN
         elif name in machines:
+            last_heard = heard.get(name)
             observation = Observation.PRESENT
+            if last_heard is not None:
+                observation, heard_at = classify_heard(now, last_heard, reference, thresholds)
         else:
             observation = Observation.MISSING
-        decision = decide(record, target, now, observation, None, thresholds)
+        decision = decide(record, target, now, observation, None, thresholds, heard_at)
         if decision is not None:
             decisions.append(decision)
         updated[target] = record
