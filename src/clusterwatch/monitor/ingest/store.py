@@ -113,24 +113,26 @@ def _claim_latest(report: HostReport, summary: Mapping[str, Any]) -> bool:
     limit = horizon()
     if report.collected_at > limit:
         return False  # dated ahead of our clock: kept, never latest (ingest refuses these)
-    for _ in range(3):
-        # Older than this one, or dated past the horizon (stored before ingest refused such
-        # records, or before the monitor's clock was set back): either way not the latest.
-        moved = LatestReport.objects.filter(
-            Q(collected_at__lt=report.collected_at) | Q(collected_at__gt=limit), key=report.key,
-        ).update(report=report, collected_at=report.collected_at, summary=summary)
-        if moved:
-            return True
-        if LatestReport.objects.filter(key=report.key).exists():
-            return False  # as new or newer already (equal times: the first arrival stays)
-        try:
-            with transaction.atomic():  # a savepoint: losing the race keeps our insert
-                LatestReport.objects.create(key=report.key, report=report,
-                                            collected_at=report.collected_at, summary=summary)
-            return True
-        except IntegrityError:
-            continue  # another worker made the key's first row meanwhile: compare with it
-    return False
+    # Older than this one, or dated past the horizon (stored before ingest refused such
+    # records, or before the monitor's clock was set back): either way not the latest.
+    # The common case, one statement; on PostgreSQL a concurrent update of the row makes it
+    # wait and compare again with the row as that update left it.
+    older = Q(collected_at__lt=report.collected_at) | Q(collected_at__gt=limit)
+    fields = {"report": report, "collected_at": report.collected_at, "summary": summary}
+    if LatestReport.objects.filter(older, key=report.key).update(**fields):
+        return True
+    # No row, or one the UPDATE did not take: possibly the key's first row that another
+    # worker is inserting, or committed just after the UPDATE looked. Make sure a row
+    # exists (the INSERT waits for a concurrent one's outcome), then lock it and compare.
+    LatestReport.objects.bulk_create([LatestReport(key=report.key, **fields)],
+                                     ignore_conflicts=True)
+    current = LatestReport.objects.select_for_update().get(key=report.key)
+    if current.report_id == report.pk:
+        return True  # our INSERT made it
+    if report.collected_at > current.collected_at or current.collected_at > limit:
+        LatestReport.objects.filter(key=report.key).update(**fields)
+        return True
+    return False  # as new or newer already (equal times: the first arrival stays)
 
 
 def _replace_queues(report: HostReport, slices: Mapping[str, Any]) -> None:
