@@ -10,12 +10,15 @@ import pytest
 
 from clusterwatch.loopback.mariadb import MariaDB
 from clusterwatch.loopback.postgres import Postgres, PostgresMissing, postgres_server
+from clusterwatch.loopback.services import MissingComponent
+from clusterwatch.loopback.smtp import SmtpServer
 from tests.components import need_binary as _need_binary  # the fixture below has its name
 from tests.components import unavailable
 from tests.support import admission_db as admission
 from tests.support import harvester_db, tiers, workers
 from tests.support.harvester_host import Host
 from tests.support.reporter_zipapp import build_zipapp
+from tests.support.tls import CA, ServerCert, make_ca, make_server_cert
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -115,3 +118,40 @@ def loopback_postgres() -> Iterator[Postgres]:
             yield server
     except PostgresMissing as missing:
         unavailable(missing)
+
+
+@pytest.fixture(scope="session")
+def smtp_pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """For SMTP over TLS: a throwaway CA (`ca`), the loopback server's certificate it signed
+    (`server`, for 127.0.0.1 and localhost) and an impostor's signed by another CA
+    (`impostor`); made once per run with openssl."""
+    openssl = _need_binary("openssl")
+    root = tmp_path_factory.mktemp("smtp-pki")
+    ca: CA = make_ca(root, "ca", openssl)
+    server: ServerCert = make_server_cert(ca, root, "server", openssl)
+    impostor = make_server_cert(make_ca(root, "other-ca", openssl), root, "impostor", openssl)
+    return {"ca": ca, "server": server, "impostor": impostor}
+
+
+@pytest.fixture
+def smtp_servers() -> Iterator[Callable[..., SmtpServer]]:
+    """`smtp_servers(**options)`: a real SMTP server (aiosmtpd, clusterwatch.loopback.smtp)
+    on a free loopback port, with SmtpServer's options (login, security, cert, echo_auth);
+    each is stopped when the test ends. Without aiosmtpd the test is `unavailable`."""
+    started: list[SmtpServer] = []
+
+    def start(**options: Any) -> SmtpServer:
+        server = SmtpServer(**options)
+        try:
+            server.__enter__()
+        except MissingComponent as missing:
+            unavailable(missing)
+        started.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.release()
+            server.down()

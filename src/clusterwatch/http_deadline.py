@@ -1,4 +1,4 @@
-"""Connections whose every socket call ends by one deadline for the whole HTTP exchange.
+"""Connections whose every socket call ends by one deadline for the whole exchange (HTTP, SMTP).
 
 A socket timeout bounds each blocking call on its own: a server that sends one byte a
 second never lets a read wait 2 s, so a "2 s" request can last as long as the server likes.
@@ -68,11 +68,24 @@ class _DeadlineSSLSocket(_DeadlineCalls, ssl.SSLSocket):
     """The TLS socket: its reads and writes go through the calls above as well."""
 
 
-def new_tls_context() -> ssl.SSLContext:
-    """A verifying client context (system CAs) whose sockets keep the deadline."""
-    context = ssl.create_default_context()
+def new_tls_context(ca_file: Optional[str] = None) -> ssl.SSLContext:
+    """A verifying client context whose sockets keep the deadline: it trusts the system's
+    CAs, or with `ca_file` that file's alone (a private CA). Raises OSError or ssl.SSLError
+    for a CA file that cannot be read or holds no certificate."""
+    context = ssl.create_default_context(cafile=ca_file)
     context.sslsocket_class = _DeadlineSSLSocket
     return context
+
+
+def wrap_tls(context: ssl.SSLContext, raw: socket.socket, host: str,
+             deadline: Deadline) -> ssl.SSLSocket:
+    """`raw` after a TLS handshake with `host` (verified as `context` says), both the
+    handshake and every later call ending by `deadline`. `context` is new_tls_context's."""
+    raw.settimeout(deadline.left())  # the handshake: one call, one timeout
+    tls = context.wrap_socket(raw, server_hostname=host)
+    assert isinstance(tls, _DeadlineSSLSocket)
+    tls.deadline = deadline
+    return tls
 
 
 # Built once per process: loading the system's CA certificates is the slow part.
@@ -115,8 +128,4 @@ class DeadlineHTTPSConnection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         raw = open_socket(self.host, self.port, self.deadline)
-        raw.settimeout(self.deadline.left())  # the handshake: one call, one timeout
-        tls = _tls_context().wrap_socket(raw, server_hostname=self.host)
-        assert isinstance(tls, _DeadlineSSLSocket)
-        tls.deadline = self.deadline
-        self.sock = tls
+        self.sock = wrap_tls(_tls_context(), raw, self.host, self.deadline)

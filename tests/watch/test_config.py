@@ -280,7 +280,7 @@ def test_it_refuses_unknown_keys_listing_the_known_ones(pool: Pool, capsys, text
     ("state_dir = 5\n", "state_dir must be a string"),
     ("[health]\ntextfile = true\n", "[health] textfile must be a string"),
     ('channels = "slack"\n', "channels must be an array of tables"),
-    ('[[channels]]\ntype = "email"\n', "channels[0].type must be one of slack, alertmanager"),
+    ('[[channels]]\ntype = "pager"\n', "channels[0].type must be one of slack, alertmanager"),
     ('[[channels]]\ntype = "slack"\nwebhook_file = 5\n', "channels[0].webhook_file must be"),
     ('[[channels]]\ntype = "slack"\nwebhook_file = "slack_webhook"\ntimeout_s = "5"\n',
      "channels[0].timeout_s must be a positive number"),

@@ -10,6 +10,13 @@ between two messages (`drop_after(n)`), or go down and come back on the same por
 `up()`), which is how the tests show that a failed send is retried, never lost.
 `connections` counts the client sessions (each greeted with EHLO or HELO), so a test can see
 how many connections a run opened.
+
+`security="starttls"` offers STARTTLS and refuses mail (and logins) before it;
+`security="tls"` speaks TLS from the first byte; both need `cert=(certificate, key)` (PEM
+files). `secure` says, message by message, whether it came over TLS, `logins` who had logged
+in. `refuse_rcpt(address, answer)` answers RCPT TO for one recipient with an error, and
+`echo_auth=True` quotes what a failed login sent in the answer, as a careless server might
+(the client must keep such an answer out of everything it shows).
 aiosmtpd is a development dependency: without it the server raises MissingComponent.
 """
 
@@ -19,6 +26,7 @@ import asyncio
 import email
 import email.policy
 import errno
+import ssl
 import threading
 import time
 from email.message import EmailMessage
@@ -28,13 +36,26 @@ from typing import Any, Optional
 from clusterwatch.loopback import supervisor
 from clusterwatch.loopback.services import LOOPBACK, MissingComponent
 
+SECURITY = ("none", "starttls", "tls")
+
 
 class SmtpServer:
-    def __init__(self, *, login: Optional[tuple[str, str]] = None) -> None:
+    def __init__(self, *, login: Optional[tuple[str, str]] = None, security: str = "none",
+                 cert: Optional[tuple[str, str]] = None, echo_auth: bool = False) -> None:
+        if security not in SECURITY:
+            raise ValueError(f"security must be one of {', '.join(SECURITY)}")
+        if (security != "none") != (cert is not None):
+            raise ValueError("a certificate and key go with security starttls or tls, only")
         self.login = login
+        self.security = security
+        self.cert = cert
+        self.echo_auth = echo_auth
         self.port = 0
         self.messages: list[EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []  # (MAIL FROM, RCPT TOs)
+        self.secure: list[bool] = []  # per message: it came over TLS
+        self.logins: list[Optional[str]] = []  # per message: who had logged in
+        self._rcpt_refusals: dict[str, str] = {}
         self.failed_logins = 0
         self.connections = 0
         self._drop_at: Optional[int] = None
@@ -77,7 +98,14 @@ class SmtpServer:
                                                "dependency of clusterwatch)") from None
         options: dict[str, Any] = {}
         if self.login is not None:
-            options = {"authenticator": self._authenticate, "auth_require_tls": False}
+            # A login before STARTTLS is refused, as real servers do; over implicit TLS or on
+            # a plain loopback session it is taken (aiosmtpd counts only STARTTLS as TLS).
+            options = {"authenticator": self._authenticate,
+                       "auth_require_tls": self.security == "starttls"}
+        if self.security == "starttls":
+            options.update(tls_context=self._tls_context(), require_starttls=True)
+        elif self.security == "tls":
+            options["ssl_context"] = self._tls_context()
         self._controller = Controller(_Handler(self), hostname=LOOPBACK, port=self.port,
                                       **options)
         self._controller.start()
@@ -88,6 +116,21 @@ class SmtpServer:
         if self._controller is not None:
             self._controller.stop()
             self._controller = None
+
+    def _tls_context(self) -> ssl.SSLContext:
+        assert self.cert is not None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*self.cert)
+        return context
+
+    def refuse_rcpt(self, address: str, answer: Optional[str]) -> None:
+        """Answer RCPT TO:<address> with `answer` (e.g. "550 5.1.1 no such user"); None
+        accepts it again. The other recipients are taken as before."""
+        with self._lock:
+            if answer is None:
+                self._rcpt_refusals.pop(address.lower(), None)
+            else:
+                self._rcpt_refusals[address.lower()] = answer
 
     def refuse(self, answer: Optional[str]) -> None:
         """Answer DATA with `answer` (e.g. "451 4.3.0 try again later"); None accepts again."""
@@ -150,20 +193,28 @@ class SmtpServer:
         with self._lock:
             return list(self.messages)
 
-    def _accept(self, mail_from: str, rcpt_tos: list[str], content: bytes) -> str:
+    def _accept(self, mail_from: str, rcpt_tos: list[str], content: bytes,
+                secure: bool = False, login: Optional[str] = None) -> str:
         if self._refusal is not None:
             return self._refusal
         parsed = email.message_from_bytes(content, policy=email.policy.default)
         with self._lock:
             self.envelopes.append((mail_from, list(rcpt_tos)))
             self.messages.append(parsed)
+            self.secure.append(secure)
+            self.logins.append(login)
         return "250 OK"
 
-    def _deliver(self, mail_from: str, rcpt_tos: list[str],
-                 content: bytes) -> tuple[str, Optional[threading.Event]]:
+    def _rcpt_refusal(self, address: str) -> Optional[str]:
+        with self._lock:
+            return self._rcpt_refusals.get(address.lower())
+
+    def _deliver(self, mail_from: str, rcpt_tos: list[str], content: bytes,
+                 secure: bool = False,
+                 login: Optional[str] = None) -> tuple[str, Optional[threading.Event]]:
         """The answer to DATA, and the gate it waits for while `hold()` is on."""
         taken = len(self.messages)
-        answer = self._accept(mail_from, rcpt_tos, content)
+        answer = self._accept(mail_from, rcpt_tos, content, secure, login)
         with self._held_changed:
             if (not self._holding or len(self.messages) == taken  # not held: refused
                     or len(self.messages) <= self._hold_after):
@@ -193,8 +244,12 @@ class SmtpServer:
         if self.login is not None and isinstance(auth_data, LoginPassword):
             given = (auth_data.login.decode(), auth_data.password.decode())
             if given == self.login:
-                return AuthResult(success=True)
+                return AuthResult(success=True, auth_data=auth_data)
         self.failed_logins += 1
+        if self.echo_auth and isinstance(auth_data, LoginPassword):
+            sent = f"{auth_data.login.decode()}:{auth_data.password.decode()}"
+            return AuthResult(success=False, handled=False,
+                              message=f"535 5.7.8 credentials {sent} invalid")
         return AuthResult(success=False, handled=False)
 
 
@@ -204,19 +259,21 @@ class _Handler:
 
     async def handle_EHLO(self, _server: Any, session: Any, _envelope: Any, hostname: str,
                           responses: list[str]) -> list[str]:
-        self._greeted(session, hostname)
+        self._greeted(_server, session, hostname)
         return responses
 
     async def handle_HELO(self, _server: Any, session: Any, _envelope: Any,
                           hostname: str) -> str:
-        self._greeted(session, hostname)
+        self._greeted(_server, session, hostname)
         return f"250 {_server.hostname}"
 
-    def _greeted(self, session: Any, hostname: str) -> None:
-        # A client greets once per connection (again after STARTTLS, which this server
-        # does not offer), so greeted sessions are its connections; the Controller's own
-        # readiness probe connects without greeting and is not counted.
+    def _greeted(self, server: Any, session: Any, hostname: str) -> None:
+        # A client greets once per connection, and again after STARTTLS (the connection it
+        # already counted); the Controller's own readiness probe connects without greeting
+        # and is not counted.
         session.host_name = hostname
+        if getattr(server, "_original_transport", None) is not None:
+            return  # the greeting after STARTTLS
         with self._server._lock:
             self._server.connections += 1
 
@@ -232,10 +289,23 @@ class _Handler:
         envelope.mail_options.extend(mail_options)
         return "250 OK"
 
-    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:
+    async def handle_RCPT(self, _server: Any, _session: Any, envelope: Any, address: str,
+                          rcpt_options: list[str]) -> str:
+        refusal = self._server._rcpt_refusal(address)
+        if refusal is not None:
+            return refusal
+        envelope.rcpt_tos.append(address)
+        envelope.rcpt_options.extend(rcpt_options)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         content = envelope.original_content or envelope.content
         data = content if isinstance(content, bytes) else str(content).encode()
-        answer, gate = self._server._deliver(envelope.mail_from, envelope.rcpt_tos, data)
+        secure = server.transport.get_extra_info("ssl_object") is not None
+        login_bytes = getattr(session.auth_data, "login", None) if session.authenticated else None
+        login = login_bytes.decode() if login_bytes else None
+        answer, gate = self._server._deliver(envelope.mail_from, envelope.rcpt_tos, data,
+                                             secure, login)
         while gate is not None and not gate.is_set():
             await asyncio.sleep(0.01)  # held: other sessions are served meanwhile
         return answer

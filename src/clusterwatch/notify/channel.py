@@ -15,6 +15,8 @@ RETRY = "retry"  # transient failure: keep the batch, try again next run
 DEFER = "defer"  # rate limited: keep the batch and wait `retry_after` seconds
 REJECTED = "rejected"  # permanent rejection: set the batch aside as dead letters
 
+REPLY_LIMIT = 300  # characters of a server's own words kept with an error
+
 DEFAULT_RETRY_AFTER_S = 60.0
 MAX_RETRY_AFTER_S = 3600.0  # a longer wait would mute the channel; cap what a server asks
 
@@ -24,6 +26,11 @@ class SendResult:
     outcome: str
     error: Optional[str] = None  # short kind safe to log and export, e.g. http_500, timeout
     retry_after: Optional[float] = None  # seconds, with DEFER
+    # The server's own words about the error, for the status views: one line of at most
+    # REPLY_LIMIT characters that the channel has cleaned of every secret (an SMTP server's
+    # "550 5.1.1 <ops@example.org>: no such user"). None where a kind says it all. With
+    # DELIVERED, an error says what went wrong on the way (a recipient refused).
+    reply: Optional[str] = None
 
     @property
     def ok(self) -> bool:

@@ -4,7 +4,7 @@ Shared by the pool watch (`watch.toml`) and the monitor's alarms (`alarms.toml`)
 take the same syntax:
 
     [[channels]]
-    type = "slack"            # slack | webhook | alertmanager
+    type = "slack"            # slack | webhook | alertmanager | email
     name = "ops"              # default: the type
     webhook_file = "slack_webhook"   # slack: a mode-600 file holding the webhook URL
     # url_file = "hook_url"   # webhook: a mode-600 file holding the URL (it may hold a token)
@@ -12,13 +12,13 @@ take the same syntax:
     timeout_s = 10
     labels = { team = "ops" }  # alertmanager: extra labels
 
-Secret files are named relative to the configuration file's directory and read only when
-the channels are built, never logged or quoted in an error.
+An email channel has keys of its own (smtp_host, from, to, ...: `email_config`). Secret
+files (and an email channel's CA file) are named relative to the configuration file's
+directory and read only when the channels are built, never logged or quoted in an error.
 """
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +28,23 @@ from clusterwatch.errors import ConfigError
 from clusterwatch.http_client import HttpPost, post, url_problem
 from clusterwatch.notify.alertmanager import ALERTNAME, AlertmanagerChannel
 from clusterwatch.notify.channel import Channel
+from clusterwatch.notify.config_values import MAX_SECONDS as MAX_SECONDS
+from clusterwatch.notify.config_values import key_name as key_name
+from clusterwatch.notify.config_values import positive, read_secret_text, reject_unknown, string
+from clusterwatch.notify.email_channel import EmailSettings
+from clusterwatch.notify.email_config import EMAIL_KEYS, build_email_channel, parse_email
 from clusterwatch.notify.slack import SlackWebhook
 from clusterwatch.notify.webhook import JsonWebhook
 
-CHANNEL_TYPES = ("slack", "alertmanager", "webhook")
+__all__ = ["CHANNEL_TYPES", "MAX_SECONDS", "MAX_TIMEOUT_S", "ChannelConfig", "build_channels",
+           "check_url", "key_name", "parse_channels", "positive", "read_secret",
+           "reject_unknown", "string"]
+
+CHANNEL_TYPES = ("slack", "alertmanager", "webhook", "email")
+# The keys of the HTTP channels (an email channel takes EMAIL_KEYS instead).
 CHANNEL_KEYS = frozenset({"type", "name", "webhook_file", "url_file", "url", "timeout_s",
                           "labels"})
 SECRET_KEYS = {"slack": "webhook_file", "webhook": "url_file"}
-MAX_SECONDS = 366 * 86400.0  # any longer duration is a typo
 MAX_TIMEOUT_S = 3600.0  # a request or a command run by a poll a minute
 
 
@@ -47,6 +56,7 @@ class ChannelConfig:
     url: Optional[str] = None  # alertmanager base URL (not a secret)
     timeout_s: float = 10.0
     labels: dict[str, str] = field(default_factory=dict)  # alertmanager extra labels
+    email: Optional[EmailSettings] = None  # the email channel's settings
 
 
 def parse_channels(raw: Any, base_dir: Path) -> tuple[ChannelConfig, ...]:
@@ -58,13 +68,18 @@ def parse_channels(raw: Any, base_dir: Path) -> tuple[ChannelConfig, ...]:
         where = f"channels[{index}]"
         if not isinstance(item, dict):
             raise ConfigError(f"{where} must be a table")
-        reject_unknown(item, set(CHANNEL_KEYS), where)
         kind = item.get("type")
         if kind not in CHANNEL_TYPES:
             raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)}")
+        reject_unknown(item, set(EMAIL_KEYS if kind == "email" else CHANNEL_KEYS), where)
         name = string(item, "name", where, kind)
         if any(c.name == name for c in channels):
             raise ConfigError(f"{where}: two channels are named {name!r}")
+        timeout_s = positive(item, "timeout_s", 10.0, where, MAX_TIMEOUT_S)
+        if kind == "email":
+            channels.append(ChannelConfig(type=kind, name=name, timeout_s=timeout_s,
+                                          email=parse_email(item, where, base_dir, timeout_s)))
+            continue
         secret_key = SECRET_KEYS.get(kind)
         secret_file = None
         if secret_key is not None:
@@ -83,7 +98,7 @@ def parse_channels(raw: Any, base_dir: Path) -> tuple[ChannelConfig, ...]:
             raise ConfigError(f"{where}.labels must be a table of strings")
         channels.append(ChannelConfig(
             type=kind, name=name, secret_file=secret_file, url=str(url) if url else None,
-            timeout_s=positive(item, "timeout_s", 10.0, where, MAX_TIMEOUT_S),
+            timeout_s=timeout_s,
             labels={str(k): str(v) for k, v in labels.items()},
         ))
     return tuple(channels)
@@ -103,6 +118,9 @@ def build_channels(
             assert spec.secret_file is not None
             channels.append(JsonWebhook(spec.name, read_secret(spec.secret_file),
                                         spec.timeout_s, http_post))
+        elif spec.type == "email":
+            assert spec.email is not None
+            channels.append(build_email_channel(spec.name, spec.email))
         else:
             assert spec.url is not None
             channels.append(AlertmanagerChannel(spec.name, spec.url, spec.timeout_s,
@@ -111,22 +129,8 @@ def build_channels(
 
 
 def read_secret(path: Path) -> str:
-    """The content of a secret file, refusing one that others can read (as ssh does)."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ConfigError(f"secret file {path} does not exist") from None
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(
-            f"secret file {path} is readable by group or others "
-            f"(mode {stat.S_IMODE(info.st_mode):03o}); run: chmod 600 {path}"
-        )
-    try:
-        value = path.read_text(encoding="utf-8").strip()
-    except UnicodeDecodeError:
-        raise ConfigError(f"secret file {path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
+    """The URL a secret file holds, refusing a file that others can read (as ssh does)."""
+    value = read_secret_text(path).strip()
     if not value or any(ch.isspace() for ch in value):
         raise ConfigError(f"secret file {path} must hold the URL alone, on one line")
     if not value.lower().startswith(("https://", "http://")):
@@ -142,41 +146,3 @@ def check_url(url: str, what: str) -> None:
     problem = url_problem(url)
     if problem is not None:
         raise ConfigError(f"{what}: {problem}")
-
-
-# Typed TOML values: TOML has types, so `url = 9090` is a mistake, not a URL.
-
-
-def reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(sorted(allowed))}")
-
-
-def positive(table: dict[str, Any], key: str, default: float = 0.0, where: str = "",
-             maximum: float = MAX_SECONDS) -> float:
-    """A number of seconds above 0 and at most `maximum`.
-
-    TOML has `inf` and `1e300`: taken as they are, they end in an OverflowError deep in a
-    socket or a subprocess call, long after the configuration was read.
-    """
-    value = table.get(key, default)
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not 0 < value <= maximum):
-        raise ConfigError(f"{key_name(where, key)} must be a positive number of seconds, "
-                          f"at most {maximum:g}, not {value!r}")
-    return float(value)
-
-
-def string(table: dict[str, Any], key: str, where: str, default: str = "") -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str):
-        raise ConfigError(f"{key_name(where, key)} must be a string, not {value!r}")
-    return value
-
-
-def key_name(where: str, key: str) -> str:
-    if not where:
-        return key
-    return f"{where} {key}" if where.startswith("[") else f"{where}.{key}"

@@ -23,6 +23,22 @@ HISTORY_LIMIT = 200  # recent delivery attempts kept for `status`
 DEAD_LETTER_HINT = "fix the channel, then queue them again"
 
 
+@dataclass(frozen=True)
+class Rejection:
+    """Why the channel last set a batch aside: when, the error kind, the server's words."""
+
+    t: float
+    error: Optional[str]
+    reply: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": self.t, "error": self.error, "reply": self.reply}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Rejection:
+        return cls(t=float(data["t"]), error=data.get("error"), reply=data.get("reply"))
+
+
 @dataclass
 class ChannelState:
     cursor: int = 0  # every event with seq <= cursor is done for this channel
@@ -31,9 +47,13 @@ class ChannelState:
     last_error: Optional[str] = None
     last_error_t: Optional[float] = None
     last_success_t: Optional[float] = None
+    last_error_reply: Optional[str] = None  # the server's words with last_error, if any
+    # The last rejection while dead letters are kept: a later error of another kind does not
+    # hide why they were set aside. Left out of the JSON when None (older files load).
+    rejection: Optional[Rejection] = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "cursor": self.cursor,
             "not_before": self.not_before,
             "dead": [event.to_json() for event in self.dead],
@@ -41,9 +61,15 @@ class ChannelState:
             "last_error_t": self.last_error_t,
             "last_success_t": self.last_success_t,
         }
+        if self.last_error_reply is not None:
+            data["last_error_reply"] = self.last_error_reply
+        if self.rejection is not None:
+            data["rejection"] = self.rejection.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ChannelState:
+        rejection = data.get("rejection")
         return cls(
             cursor=int(data.get("cursor", 0)),
             not_before=float(data.get("not_before", 0.0)),
@@ -51,6 +77,8 @@ class ChannelState:
             last_error=data.get("last_error"),
             last_error_t=data.get("last_error_t"),
             last_success_t=data.get("last_success_t"),
+            last_error_reply=data.get("last_error_reply"),
+            rejection=Rejection.from_json(rejection) if rejection else None,
         )
 
 
@@ -63,16 +91,21 @@ class Attempt:
     outcome: str
     seqs: list[int]
     error: Optional[str] = None
+    reply: Optional[str] = None  # the server's words (SendResult.reply), if any
 
     def to_json(self) -> dict[str, Any]:
-        return {"t": self.t, "channel": self.channel, "outcome": self.outcome,
-                "seqs": self.seqs, "error": self.error}
+        data: dict[str, Any] = {"t": self.t, "channel": self.channel, "outcome": self.outcome,
+                                "seqs": self.seqs, "error": self.error}
+        if self.reply is not None:
+            data["reply"] = self.reply
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Attempt:
+        reply = data.get("reply")
         return cls(t=float(data["t"]), channel=str(data["channel"]),
                    outcome=str(data["outcome"]), seqs=[int(s) for s in data["seqs"]],
-                   error=data.get("error"))
+                   error=data.get("error"), reply=reply if isinstance(reply, str) else None)
 
 
 @dataclass
@@ -153,6 +186,7 @@ class Outbox:
                 self.only_for[event.seq] = channel_name
                 count += 1
             state.dead = []
+            state.rejection = None
         return count
 
     def to_json(self) -> dict[str, Any]:
@@ -241,18 +275,25 @@ def _send_batch(
         log.exception("channel %s: unexpected failure (%s)", channel.name, type(exc).__name__)
         result = ch.SendResult(ch.RETRY, "internal_error")
     seqs = [event.seq for event in batch]
-    outbox.history.append(Attempt(now, channel.name, result.outcome, seqs, result.error))
+    outbox.history.append(Attempt(now, channel.name, result.outcome, seqs, result.error,
+                                  result.reply))
     del outbox.history[:-HISTORY_LIMIT]
     if result.outcome == ch.DELIVERED:
         state.cursor = batch[-1].seq
         state.last_success_t = now
-        log.info("channel %s: delivered %d event(s)", channel.name, len(batch))
+        if result.error is not None:  # delivered, yet something was refused on the way
+            _record_error(state, channel.name, result, now)
+            log.warning("channel %s: delivered %d event(s), but %s", channel.name,
+                        len(batch), _said(result))
+        else:
+            log.info("channel %s: delivered %d event(s)", channel.name, len(batch))
     elif result.outcome == ch.REJECTED:
         state.cursor = batch[-1].seq
         state.dead.extend(batch)
         _record_error(state, channel.name, result, now)
+        state.rejection = Rejection(now, result.error, result.reply)
         log.error("channel %s: permanently rejected (%s); %d event(s) set aside as dead "
-                  "letters, %s", channel.name, result.error, len(batch), dead_letter_hint)
+                  "letters, %s", channel.name, _said(result), len(batch), dead_letter_hint)
     else:
         if result.outcome == ch.DEFER:
             state.not_before = now + (
@@ -260,10 +301,16 @@ def _send_batch(
             )
         _record_error(state, channel.name, result, now)
         log.warning("channel %s: not delivered (%s); %d event(s) stay queued",
-                    channel.name, result.error, len(outbox.pending(channel.name)))
+                    channel.name, _said(result), len(outbox.pending(channel.name)))
     return result
+
+
+def _said(result: ch.SendResult) -> str:
+    """The error kind, and the server's words when there are any."""
+    return f"{result.error}: {result.reply}" if result.reply else str(result.error)
 
 
 def _record_error(state: ChannelState, name: str, result: ch.SendResult, now: float) -> None:
     state.last_error = result.error
     state.last_error_t = now
+    state.last_error_reply = result.reply

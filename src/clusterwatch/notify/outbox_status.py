@@ -24,7 +24,10 @@ class ChannelSummary(TypedDict):
     rate_limited_until: Optional[float]  # None: not waiting
     last_error: Optional[str]  # an error kind (`http_500`, `timeout`), never a body
     last_error_t: Optional[float]
+    last_error_reply: Optional[str]  # the server's words with it, cleaned (SendResult.reply)
     last_success_t: Optional[float]
+    # Why the dead letters were set aside ({"t", "error", "reply"}); None without any.
+    rejection: Optional[dict[str, Any]]
 
 
 class OutboxSections(TypedDict):
@@ -43,7 +46,10 @@ def outbox_sections(outbox: Outbox, now: float, recent: int = RECENT_ATTEMPTS
                 "rate_limited_until": state.not_before if state.not_before > now else None,
                 "last_error": state.last_error,
                 "last_error_t": state.last_error_t,
+                "last_error_reply": state.last_error_reply,
                 "last_success_t": state.last_success_t,
+                "rejection": (state.rejection.to_json()
+                              if state.rejection is not None and state.dead else None),
             }
             for name, state in sorted(outbox.channels.items())
         },
@@ -63,7 +69,8 @@ class ChannelWording:
 
 def write_channels(channels: Mapping[str, ChannelSummary], out: IO[str],
                    wording: ChannelWording) -> None:
-    """One line per channel, then its queued and dead-lettered messages, one line each."""
+    """One line per channel, then its queued and dead-lettered messages, one line each, and
+    why the dead letters were set aside (the server's words, when it said any)."""
     if not channels:
         out.write(wording.no_channels + "\n")
     for name, channel in channels.items():
@@ -73,11 +80,18 @@ def write_channels(channels: Mapping[str, ChannelSummary], out: IO[str],
         error, error_t = channel["last_error"], channel["last_error_t"]
         if error and error_t is not None:
             state += f", last error {error} at {wording.when(error_t)}"
+            if channel["last_error_reply"]:
+                state += f" ({channel['last_error_reply']})"
         if wording.last_delivered and channel["last_success_t"]:
             state += f", last delivered {wording.when(channel['last_success_t'])}"
         out.write(f"channel {name}: {state}\n")
         for label, events in (("pending", channel["pending"]), ("DEAD", channel["dead_letters"])):
             for event in events:
                 out.write(f"  {label}: {Event.from_json(event).line()}\n")
+        rejection = channel["rejection"]
+        if rejection:
+            said = f": {rejection['reply']}" if rejection.get("reply") else ""
+            out.write(f"  rejected {rejection['error']} at {wording.when(rejection['t'])}"
+                      f"{said}\n")
     if wording.dead_letter_advice and any(c["dead_letters"] for c in channels.values()):
         out.write(wording.dead_letter_advice + "\n")

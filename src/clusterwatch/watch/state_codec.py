@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import Action
-from clusterwatch.notify.outbox import Attempt, ChannelState, Outbox
+from clusterwatch.notify.outbox import Attempt, ChannelState, Outbox, Rejection
 from clusterwatch.notify.silences import Silence
 from clusterwatch.watch.decisions import Incident, TargetRecord
 
@@ -162,15 +162,26 @@ def _channel(item: Any, problems: list[str], name: str) -> Optional[ChannelState
             and is_time(item.get("not_before", 0.0))):
         return None
     optional: dict[str, tuple[type, ...]] = {
-        "last_error": (str,), "last_error_t": _NUMBER, "last_success_t": _NUMBER}
+        "last_error": (str,), "last_error_t": _NUMBER, "last_success_t": _NUMBER,
+        "last_error_reply": (str,)}
     fields = {key: item.get(key) if isinstance(item.get(key), kind) else None
               for key, kind in optional.items()}
     return ChannelState(
         cursor=item.get("cursor", 0), not_before=float(item.get("not_before", 0.0)),
         dead=_events(item.get("dead", []), f"dead letters of channel {name}", problems),
         last_error=fields["last_error"], last_error_t=fields["last_error_t"],
-        last_success_t=fields["last_success_t"],
+        last_success_t=fields["last_success_t"], last_error_reply=fields["last_error_reply"],
+        rejection=_rejection(item.get("rejection")),
     )
+
+
+def _rejection(item: Any) -> Optional[Rejection]:
+    """Why dead letters were set aside: for display only, so a bad one is simply left out."""
+    if (isinstance(item, dict) and is_time(item.get("t"))
+            and isinstance(item.get("error"), (str, type(None)))
+            and isinstance(item.get("reply"), (str, type(None)))):
+        return Rejection.from_json(item)
+    return None
 
 
 def _outbox(data: Any, decoded: Decoded, channel_names: Sequence[str],
