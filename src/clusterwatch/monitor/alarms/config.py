@@ -9,6 +9,14 @@
     type = "slack"
     webhook_file = "slack_webhook"   # mode 600, next to this file
 
+    [[maintenance]]               # notify.silences.parse_windows: holds alerts while open
+    comment = "Tuesday reboots"
+    matchers = ["key:pandaharvester0*"]   # kinds: key, host, queue, filesystem
+    day = "tue"                   # weekly (day, time, duration, zone), or one-off start, end
+    time = "06:00"
+    duration = "2h"
+    zone = "Europe/Zurich"
+
 A missing file means no channels (alarms are still recorded); anything wrong in a file that
 exists is a ConfigError naming the file and the setting, never a secret.
 """
@@ -20,6 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.alarms.holds import KINDS
 from clusterwatch.monitor.alarms.observation import RuleSettings
 from clusterwatch.notify.channel_config import (
     ChannelConfig,
@@ -27,10 +36,11 @@ from clusterwatch.notify.channel_config import (
     positive,
     reject_unknown,
 )
+from clusterwatch.notify.silences import Window, parse_windows
 from clusterwatch.toml_file import read_toml
 
 KNOWN_KEYS = {"disk_used_percent", "report_interval_s", "stale_after_intervals",
-              "never_reported_grace_s", "channels"}
+              "never_reported_grace_s", "channels", "maintenance"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class AlarmsConfig:
     found: bool  # False: no file, so no channels
     rules: RuleSettings
     channels: tuple[ChannelConfig, ...] = ()
+    windows: tuple[Window, ...] = ()  # [[maintenance]]
 
 
 def load_config(path: Path, report_interval_s: float) -> AlarmsConfig:
@@ -66,6 +77,7 @@ def load_config(path: Path, report_interval_s: float) -> AlarmsConfig:
             never_reported_grace_s=grace,
         )
         channels = parse_channels(data.get("channels", []), path.parent)
+        windows = parse_windows(data.get("maintenance", []), KINDS)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    return AlarmsConfig(path, True, rules, channels)
+    return AlarmsConfig(path, True, rules, channels, windows)

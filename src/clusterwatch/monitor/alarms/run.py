@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from django.db import transaction
 
-from clusterwatch.monitor.alarms import outbox_store, store
+from clusterwatch.monitor.alarms import holds, outbox_store, silence_store, store
 from clusterwatch.monitor.alarms.config import AlarmsConfig
 from clusterwatch.monitor.alarms.lease import Lease
 from clusterwatch.monitor.alarms.rules import observe_all
@@ -45,6 +45,9 @@ class RunResult:
     transitions: list[Transition] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     open_alarms: int = 0
+    held: int = 0  # alarms opened this run with their alert held back
+    released: int = 0  # held alerts sent this run, their hold over
+    silent_closes: int = 0  # held alarms that closed (no recovery: no alert went out)
     delivery: dict[str, SendResult] = field(default_factory=dict)
     saved_after_delivery: bool = True
 
@@ -56,6 +59,8 @@ class RunResult:
             "raised": sum(1 for c in self.transitions if c.action is Change.ALERT),
             "recovered": sum(1 for c in self.transitions if c.action is Change.RECOVER),
             "open": self.open_alarms,
+            "held": self.held,
+            "released": self.released,
             "delivery": {name: result.outcome for name, result in self.delivery.items()},
         }
 
@@ -92,6 +97,10 @@ def _run(config: AlarmsConfig, channels: Sequence[Channel], clock: Callable[[], 
     open_before = store.open_alarms()
     transitions = decide(open_before, observe_all(facts, now, config.rules, open_before), now)
     result.keys, result.transitions = len(facts), transitions
+    hold = holds.holder(facts, silence_store.silences(), config.windows, now)
+    routing = holds.route(transitions, open_before, hold)
+    result.held, result.released = len(routing.held_incidents), len(routing.released_incidents)
+    result.silent_closes = routing.silent_closes
     with transaction.atomic():
         if not lease.renew():  # first statement: locks the lease row / takes SQLite's lock
             raise LeaseLost("the alarm lease expired and another run took it; nothing saved")
@@ -100,12 +109,11 @@ def _run(config: AlarmsConfig, channels: Sequence[Channel], clock: Callable[[], 
         new_channel = any(channel.name not in outbox.channels for channel in channels)
         outbox.attach((channel.name for channel in channels),
                       store.firing_events() if new_channel else [])
-        store.apply(transitions, now)
-        for change in transitions:
-            action = change.action.sent_as
-            if action is not None:
-                result.events.append(outbox.append(now, action, change.target, change.status,
-                                                   change.incident, change.detail))
+        store.apply(transitions, now, routing.held_incidents, routing.released_incidents)
+        for sent in routing.events:
+            result.events.append(outbox.append(now, sent.action, sent.target, sent.status,
+                                               sent.incident, sent.detail))
+        silence_store.prune(now)
         for event in result.events:
             log.info("%s", event.line())
         firing = store.firing_events()

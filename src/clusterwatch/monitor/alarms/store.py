@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Optional
 
 from clusterwatch.monitor.alarms.observation import split_target
@@ -68,13 +68,16 @@ def key_facts() -> list[KeyFacts]:
 def open_alarms() -> dict[str, OpenAlarm]:
     return {
         alarm.target: OpenAlarm(alarm.target, alarm.incident, alarm.status, alarm.detail,
-                                alarm.opened_at.timestamp(), _epoch(alarm.evidence_at))
+                                alarm.opened_at.timestamp(), _epoch(alarm.evidence_at),
+                                alarm.alert_held)
         for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
     }
 
 
-def apply(transitions: Sequence[Transition], now: float) -> None:
-    """Write the transitions (inside the caller's transaction)."""
+def apply(transitions: Sequence[Transition], now: float,
+          held: Collection[str] = (), released: Collection[str] = ()) -> None:
+    """Write the transitions (inside the caller's transaction): the incidents in `held` open
+    with their alert held back, those in `released` have had theirs sent now."""
     when = _utc(now)
     for change in transitions:
         if change.action is Change.ALERT:
@@ -82,19 +85,25 @@ def apply(transitions: Sequence[Transition], now: float) -> None:
             Alarm.objects.create(
                 target=change.target, kind=check, key=key, incident=change.incident,
                 status=change.status, detail=change.detail, opened_at=when,
-                evidence_at=_utc(change.evidence_at), updated_at=when)
+                evidence_at=_utc(change.evidence_at), updated_at=when,
+                alert_held=change.incident in held)
         elif change.action is Change.RECOVER:
             Alarm.objects.filter(incident=change.incident, closed_at__isnull=True).update(
                 closed_at=when, close_detail=change.detail, updated_at=when)
         else:
             Alarm.objects.filter(incident=change.incident, closed_at__isnull=True).update(
                 status=change.status, detail=change.detail, updated_at=when)
+    if released:
+        Alarm.objects.filter(incident__in=sorted(released), closed_at__isnull=True).update(
+            alert_held=False, updated_at=when)
 
 
 def firing_events() -> list[Event]:
-    """The alert of every open alarm, as channels that re-state alerts want them."""
+    """The alert of every open alarm whose alert went out, as channels that re-state
+    alerts want them (Alertmanager): a held one is not firing as far as they know."""
     return [
         Event(0, alarm.opened_at.timestamp(), Action.ALERT, alarm.target, alarm.status,
               alarm.incident, alarm.detail)
-        for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
+        for alarm in Alarm.objects.filter(closed_at__isnull=True, alert_held=False)
+        .order_by("target")
     ]

@@ -39,6 +39,7 @@ class OpenAlarm:
     detail: str
     opened_at: float  # epoch seconds
     evidence_at: Optional[float]  # collected_at of the record that raised it
+    alert_held: bool = False  # its alert is held back (a silence or window): not sent yet
 
 
 @dataclass(frozen=True)
