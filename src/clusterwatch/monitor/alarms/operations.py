@@ -1,0 +1,245 @@
+"""What staff do to the monitor's alarms: silence them, expire a silence, acknowledge an alarm.
+
+The alarms page and the `clusterwatch monitor` commands both call these, so a silence made
+on the page and one made by a script are checked by the same rules (notify.silences) and
+stored the same way. Every function takes its clock (`now`, epoch seconds) from the caller.
+
+Which alarms a silence holds is decided over `alarm_facts`: the engine (alarms.run) and the
+page's "silenced" column describe an alarm with the same facts, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional
+
+from django.db import transaction
+
+from clusterwatch.monitor.alarms.observation import PANDA, STALE, split_target
+from clusterwatch.monitor.core.models import Alarm, AlarmSilence, LatestReport
+from clusterwatch.monitor.record.host_record import HostRecord, parse_record
+from clusterwatch.notify import silences
+from clusterwatch.notify.silences import Silence, SilenceError
+
+log = logging.getLogger(__name__)
+
+# What a monitor silence may match: the alarm's key, its host's name (the record's hostname),
+# the PanDA queues of a harvester alarm, and the filesystem of a disk alarm.
+MATCHER_KINDS = ("key", "host", "queue", "filesystem")
+QUEUE_CHECKS = (PANDA, STALE)  # the alarms that are about the harvester's queues
+MAX_ACK_COMMENT_CHARS = silences.MAX_COMMENT_CHARS
+_AUTHOR_CHARS = 150  # AlarmSilence.author and Alarm.acknowledged_by
+
+
+def _utc(t: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _shown(text: str) -> str:
+    """A bounded repr: a pasted wall of text stays one short line in a message."""
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+# Facts: what a silence is matched against.
+
+
+def target_facts(target: str, record: Optional[HostRecord]) -> dict[str, list[str]]:
+    """The facts of alarm `target` from its key's latest record (None: no record).
+
+    `key`; `host`, the record's hostname and its short name; `queue`, the harvester's
+    queues, for the alarms that are about its queues (PanDA unreachable, reporter stale);
+    `filesystem`, a disk alarm's mount. Every kind is present, empty when the alarm has no
+    value of it, so `key:X filesystem:/data` holds only X's disk alarm of /data. The rules
+    are the engine's (alarms.holds), so page and engine agree on what a silence holds.
+    """
+    check, key, filesystem = split_target(target)
+    hosts: list[str] = []
+    queues: list[str] = []
+    if record is not None:
+        if record.hostname:
+            hosts.append(record.hostname)
+            short = record.hostname.split(".", 1)[0]
+            if short and short != record.hostname:
+                hosts.append(short)
+        if check in QUEUE_CHECKS:
+            queues = sorted(set(record.fetching.queues or {})
+                            | set(record.submission.queues or {}))
+    return {"key": [key], "host": hosts, "queue": queues,
+            "filesystem": [filesystem] if filesystem is not None else []}
+
+
+def latest_records(keys: Iterable[str]) -> dict[str, HostRecord]:
+    """The latest record of each of `keys` that has one, parsed."""
+    rows = LatestReport.objects.select_related("report").filter(key__in=sorted(set(keys)))
+    return {row.key: parse_record(row.report.record) for row in rows
+            if isinstance(row.report.record, dict)}
+
+
+def alarm_facts(
+    alarm: Alarm, records: Optional[Mapping[str, HostRecord]] = None
+) -> dict[str, list[str]]:
+    """The facts of a stored alarm; pass `latest_records(keys)` when describing many."""
+    if records is None:
+        records = latest_records([alarm.key])
+    return target_facts(alarm.target, records.get(alarm.key))
+
+
+# Silences.
+
+
+def to_silence(row: AlarmSilence) -> Silence:
+    """The row as notify.silences reads it (matchers of an unknown kind hold nothing)."""
+    return Silence.from_json({
+        "id": row.id, "matchers": row.matchers, "starts_at": row.starts_at.timestamp(),
+        "ends_at": row.ends_at.timestamp(), "comment": row.comment, "author": row.author,
+        "created_at": row.created_at.timestamp(),
+        "expired_at": None if row.expired_at is None else row.expired_at.timestamp(),
+    })
+
+
+def add_silence(
+    matchers: Sequence[str], *, duration_s: Optional[float], until: Optional[float],
+    comment: str, author: str, now: float,
+) -> AlarmSilence:
+    """A silence from now for `duration_s` or until `until`; SilenceError (one line) on bad
+    input, and nothing is stored then."""
+    parsed = [silences.parse_matcher(text.strip(), MATCHER_KINDS) for text in matchers
+              if text.strip()]
+    if (duration_s is None) == (until is None):
+        raise SilenceError("give either a duration or an end time (until), not both")
+    if duration_s is not None and not 0 < duration_s <= silences.MAX_SPAN_S:
+        raise SilenceError("the duration must be positive and at most 366 days")
+    if until is not None and until <= now:
+        raise SilenceError(f"the end time {silences.utc(until)} is not in the future")
+    ends_at = now + duration_s if duration_s is not None else until
+    assert ends_at is not None
+    made = silences.new_silence(parsed, now, ends_at, comment, author, now)
+    row: AlarmSilence = AlarmSilence.objects.create(
+        id=made.id, matchers=[str(m) for m in made.matchers], starts_at=_utc(made.starts_at),
+        ends_at=_utc(made.ends_at), author=made.author[:_AUTHOR_CHARS], comment=made.comment,
+        created_at=_utc(made.created_at))
+    log.info("silence %s added by %s: %s until %s", row.id, row.author,
+             " ".join(row.matchers), silences.utc(made.ends_at))
+    return row
+
+
+def _ended_at(row: AlarmSilence) -> dt.datetime:
+    ended: dt.datetime = row.ends_at if row.expired_at is None else min(row.ends_at,
+                                                                          row.expired_at)
+    return ended
+
+
+def list_silences(now: float, include_ended: bool = True) -> list[AlarmSilence]:
+    """Silences not yet ended (ending soonest first), then those ended within
+    `silences.KEEP_ENDED_S` (most recently ended first)."""
+    when = _utc(now)
+    keep_from = _utc(now - silences.KEEP_ENDED_S)
+    rows = list(AlarmSilence.objects.filter(ends_at__gt=keep_from).order_by("ends_at", "id"))
+    running = [row for row in rows if _ended_at(row) > when]
+    ended = [row for row in rows if keep_from < _ended_at(row) <= when]
+    ended.sort(key=_ended_at, reverse=True)
+    return running + ended if include_ended else running
+
+
+def active_silences(now: float) -> list[Silence]:
+    """The silences in force at `now`, as the engine matches them."""
+    return [s for s in map(to_silence, list_silences(now, include_ended=False)) if s.active(now)]
+
+
+def expire_silence(silence_id: str, now: float, by: str) -> AlarmSilence:
+    """End a silence now; LookupError if there is none, SilenceError if it has ended."""
+    with transaction.atomic():
+        row: Optional[AlarmSilence] = (
+            AlarmSilence.objects.select_for_update().filter(id=silence_id.strip()).first())
+        if row is None:
+            raise LookupError(f"no silence {_shown(silence_id)}")
+        if _ended_at(row) <= _utc(now):
+            raise SilenceError(f"silence {row.id} has already ended")
+        row.expired_at = _utc(now)
+        row.save(update_fields=["expired_at"])
+    log.info("silence %s expired by %s", row.id, _one_line(by) or "unknown")
+    return row
+
+
+def holds(alarms: Iterable[Alarm], now: float) -> dict[int, silences.Hold]:
+    """Alarm id -> the silence that holds it now, for alarms some silence holds."""
+    alarms = list(alarms)
+    active = active_silences(now)
+    if not active or not alarms:
+        return {}
+    records = latest_records(alarm.key for alarm in alarms)
+    found: dict[int, silences.Hold] = {}
+    for alarm in alarms:
+        hold = silences.hold_for(alarm_facts(alarm, records), now, active)
+        if hold is not None:
+            found[alarm.pk] = hold
+    return found
+
+
+# Acknowledgements.
+
+
+def find_alarm(name: str) -> Alarm:
+    """An alarm by incident id, by target, or by key when that key has one open alarm.
+
+    LookupError when nothing is called that; ValueError when a key names several."""
+    name = name.strip()
+    found: Optional[Alarm] = Alarm.objects.filter(incident=name).first()
+    if found is None:
+        found = Alarm.objects.filter(target=name, closed_at__isnull=True).first()
+    if found is None:
+        by_key = list(Alarm.objects.filter(key=name, closed_at__isnull=True)[:2])
+        if len(by_key) > 1:
+            raise ValueError(f"key {_shown(name)} has several open alarms: name one "
+                             "by its incident or target")
+        found = by_key[0] if by_key else None
+    if found is None:
+        raise LookupError(f"no open alarm or incident {_shown(name)}")
+    return found
+
+
+def _open_locked(name: str) -> Alarm:
+    alarm: Alarm = Alarm.objects.select_for_update().get(pk=find_alarm(name).pk)
+    if alarm.closed_at is not None:
+        raise ValueError(f"alarm {alarm.target} (incident {alarm.incident}) is closed: only "
+                         "an open alarm can be acknowledged")
+    return alarm
+
+
+def acknowledge(alarm_key_or_id: str, *, author: str, comment: str, now: float) -> Alarm:
+    """Mark an open alarm as taken care of ("I'm on it"); ValueError if it is closed or
+    already acknowledged, LookupError if there is no such alarm."""
+    comment = _one_line(comment)
+    if len(comment) > MAX_ACK_COMMENT_CHARS:
+        raise ValueError(f"the comment is longer than {MAX_ACK_COMMENT_CHARS} characters")
+    author = _one_line(author)[:_AUTHOR_CHARS] or "unknown"
+    with transaction.atomic():
+        alarm = _open_locked(alarm_key_or_id)
+        if alarm.acknowledged_at is not None:
+            raise ValueError(f"alarm {alarm.target} is already acknowledged by "
+                             f"{alarm.acknowledged_by}")
+        alarm.acknowledged_by, alarm.acknowledged_at = author, _utc(now)
+        alarm.ack_comment = comment
+        alarm.save(update_fields=["acknowledged_by", "acknowledged_at", "ack_comment"])
+    log.info("alarm %s (incident %s) acknowledged by %s", alarm.target, alarm.incident, author)
+    return alarm
+
+
+def unacknowledge(alarm_key_or_id: str, *, by: str, now: float) -> Alarm:
+    """Take an acknowledgement back while the alarm is open (someone else should look);
+    ValueError if it is closed or not acknowledged."""
+    with transaction.atomic():
+        alarm = _open_locked(alarm_key_or_id)
+        if alarm.acknowledged_at is None:
+            raise ValueError(f"alarm {alarm.target} is not acknowledged")
+        alarm.acknowledged_by, alarm.acknowledged_at, alarm.ack_comment = "", None, ""
+        alarm.save(update_fields=["acknowledged_by", "acknowledged_at", "ack_comment"])
+    log.info("alarm %s (incident %s) acknowledgement withdrawn by %s at %s", alarm.target,
+             alarm.incident, _one_line(by) or "unknown", silences.utc(now))
+    return alarm
