@@ -133,7 +133,8 @@ def ref_fetching(chunks: list[bytes]) -> dict[str, Any]:
             re.match(r"StatusCode=20\b|no need to get job", outcome, re.I | A))
         q = queues.setdefault(queue, {"attempts": 0, "jobs_asked": None, "jobs_got": 0,
                                       "failed": 0, "errors": {}, "last": None,
-                                      "last_got_jobs_at": None})
+                                      "last_got_jobs_at": None, "last_ok_at": None,
+                                      "failing_since": None, "failing_errors": {}})
         q["attempts"] += 1
         q["jobs_got"] += n
         if asked is not None:
@@ -142,6 +143,11 @@ def ref_fetching(chunks: list[bytes]) -> dict[str, Any]:
         if cls is not None:
             q["failed"] += 1
             q["errors"][cls] = q["errors"].get(cls, 0) + 1
+            # telemetry 1.9: the failures since the last attempt that did not fail
+            q["failing_since"] = q["failing_since"] or at
+            q["failing_errors"][cls] = q["failing_errors"].get(cls, 0) + 1
+        else:
+            q["last_ok_at"], q["failing_since"], q["failing_errors"] = at, None, {}
         if n > 0:
             q["last_got_jobs_at"] = at
         q["last"] = {"at": at, "label": label, "asked": asked, "got": n, "outcome": outcome,

@@ -66,9 +66,10 @@ def test_it_exits_like_python_dash_m(tmp_path: Path, zipapp: Path) -> None:
 
 def test_it_calls_itself_the_version_whose_volumes_its_record_carries(
         tmp_path: Path, zipapp: Path) -> None:
-    """1.8: health.volumes with each filesystem's device, aliases counted once (issue 19)."""
+    """1.8: health.volumes with each filesystem's device, aliases counted once (issue 19);
+    1.9: each fetching queue's failing streak (issue 21)."""
     done = run_app(zipapp, *Host(tmp_path).args("--print", "--volumes", "/,/"))
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
-    assert record["reporter_version"] == "1.8.0"
+    assert record["reporter_version"] == "1.9.0"
     assert set(record["health"]["volumes"]["/"]) >= {"device", "avail_bytes", "used_percent"}

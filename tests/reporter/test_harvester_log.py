@@ -60,12 +60,16 @@ def test_it_counts_the_fetch_attempts_of_a_new_harvester_exactly() -> None:
             "errors": {"SSLError": 2, "ReadTimeout": 1, "database timeout": 1},
             "last": {"at": "2026-10-02T18:27:05Z", "label": "managed", "asked": 20, "got": 12,
                      "outcome": "OK", "error_class": None},
-            "last_got_jobs_at": "2026-10-02T18:27:05Z"},
+            "last_got_jobs_at": "2026-10-02T18:27:05Z",
+            # four failures (18:23:05-18:26:05) ended by the success at 18:27:05
+            "last_ok_at": "2026-10-02T18:27:05Z", "failing_since": None, "failing_errors": {}},
         "UM_GREX_PanDA_1": {
             "attempts": 2, "jobs_asked": 10, "jobs_got": 0, "failed": 0, "errors": {},
             "last": {"at": "2026-10-02T18:24:44Z", "label": "managed", "asked": None, "got": 0,
                      "outcome": "No jobs in PanDA", "error_class": None},
-            "last_got_jobs_at": None},
+            "last_got_jobs_at": None,
+            # an empty answer is no failure
+            "last_ok_at": "2026-10-02T18:24:44Z", "failing_since": None, "failing_errors": {}},
     }}
 
 
@@ -95,7 +99,10 @@ def test_it_counts_the_fetch_attempts_of_an_old_harvester_exactly() -> None:
             "last": {"at": "2020-03-02T10:03:00Z", "label": "managed", "asked": 8, "got": 0,
                      "outcome": "StatusCode=503 Service Unavailable",
                      "error_class": "StatusCode=503"},
-            "last_got_jobs_at": "2020-03-02T10:00:01Z"},
+            "last_got_jobs_at": "2020-03-02T10:00:01Z",
+            # the empty answer at 10:02 ended the first failure; the last attempt failed
+            "last_ok_at": "2020-03-02T10:02:00Z", "failing_since": "2020-03-02T10:03:00Z",
+            "failing_errors": {"StatusCode=503": 1}},
     }}
 
 
@@ -105,7 +112,8 @@ def test_it_leaves_jobs_asked_unknown_when_the_fetcher_logs_at_info() -> None:
         "attempts": 2, "jobs_asked": None, "jobs_got": 39, "failed": 0, "errors": {},
         "last": {"at": "2026-10-02T18:22:44Z", "label": "managed", "asked": None, "got": 4,
                  "outcome": "OK", "error_class": None},
-        "last_got_jobs_at": "2026-10-02T18:22:44Z"}
+        "last_got_jobs_at": "2026-10-02T18:22:44Z",
+        "last_ok_at": "2026-10-02T18:22:44Z", "failing_since": None, "failing_errors": {}}
     assert queues["UM_GREX_PanDA_1"]["last"]["outcome"] == "no jobs in PanDA"
     assert queues["UM_GREX_PanDA_1"]["failed"] == 0
 

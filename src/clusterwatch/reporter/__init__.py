@@ -29,10 +29,12 @@ configuration's reading and the harvester database's rules that the monitor (its
 its remote builder) takes, named there and imported from nowhere else.
 """
 
-# 1.8: the record's disk volumes as 1.8 gave them (health.volumes: filesystem identity,
-# aliases of one filesystem counted once), with the telemetry of 1.3-1.7 (regulation,
-# admission, queue status, pilot dispatch, image policy); 1.0 was the record before them.
-REPORTER_VERSION = "1.8.0"
+# 1.9: each fetching queue's failing streak (last_ok_at, failing_since, failing_errors,
+# carried across runs in the state) with 1.8's disk volumes (health.volumes: filesystem
+# identity, aliases of one filesystem counted once) and the telemetry of 1.3-1.7
+# (regulation, admission, queue status, pilot dispatch, image policy); 1.0 was the record
+# before them.
+REPORTER_VERSION = "1.9.0"
 SCHEMA_VERSION = 1
 
 

@@ -43,8 +43,16 @@ STATUS_CODE = re.compile(r"StatusCode=\d+")
 
 
 def fetching_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
-    """Per queue: fetch attempts (one per `got N jobs` record), jobs asked and got, failures."""
-    # per queue: [attempts, jobs asked or None, jobs got, failed, errors, last, last got at]
+    """Per queue: fetch attempts (one per `got N jobs` record), jobs asked and got, failures.
+
+    And, by the order of the lines (never their times), what the latest attempts say
+    (telemetry 1.9): the last attempt that did not fail (`last_ok_at`), and when the latest
+    attempt failed, the first failure after it (`failing_since`) with those failures by
+    class (`failing_errors`). Read from this interval alone here; `carry_fetch_streaks`
+    joins them to what earlier runs saw.
+    """
+    # per queue: [attempts, jobs asked or None, jobs got, failed, errors, last, last got at,
+    #             last ok at, failing since, failing errors]
     queues: Dict[bytes, List[Any]] = {}
     asking: Dict[bytes, Tuple[bytes, Optional[bytes]]] = {}
     outcomes: Dict[bytes, Tuple[str, Optional[str]]] = {}
@@ -66,29 +74,103 @@ def fetching_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
             known = outcomes[outcome_b] = _outcome(text(outcome_b))
         q = queues.get(queue)
         if q is None:
-            q = queues[queue] = [0, None, 0, 0, {}, None, None]
+            q = queues[queue] = [0, None, 0, 0, {}, None, None, None, None, {}]
         got = int(got_n)
         q[0] += 1
         q[2] += got
         asked = None if asked_b is None else int(asked_b)
         if asked is not None:
             q[1] = asked if q[1] is None else q[1] + asked
-        if known[1] is not None:
+        cls = known[1]
+        if cls is not None:
             q[3] += 1
-            q[4][known[1]] = q[4].get(known[1], 0) + 1
+            q[4][cls] = q[4].get(cls, 0) + 1
+            if q[8] is None:
+                q[8] = (date, hms)
+            q[9][cls] = q[9].get(cls, 0) + 1
+        else:
+            q[7], q[8], q[9] = (date, hms), None, {}
         if got:
             q[6] = (date, hms)
         q[5] = (date, hms, label, asked, got, known)
     out = {}
-    for queue, (attempts, jobs_asked, jobs_got, failed, errors, last, got_at) in queues.items():
+    for queue, (attempts, jobs_asked, jobs_got, failed, errors, last, got_at, ok_at,
+                failing_at, failing_errors) in queues.items():
         date, hms, label, asked, got, (outcome, cls) = last
         out[text(queue)] = {
             "attempts": attempts, "jobs_asked": jobs_asked, "jobs_got": jobs_got,
             "failed": failed, "errors": errors,
             "last": {"at": utc(date, hms), "label": None if label is None else text(label),
                      "asked": asked, "got": got, "outcome": outcome, "error_class": cls},
-            "last_got_jobs_at": None if got_at is None else utc(*got_at)}
+            "last_got_jobs_at": None if got_at is None else utc(*got_at),
+            "last_ok_at": None if ok_at is None else utc(*ok_at),
+            "failing_since": None if failing_at is None else utc(*failing_at),
+            "failing_errors": failing_errors}
     return {"queues": out}
+
+
+STREAK_FIELDS = ("last_ok_at", "failing_since", "failing_errors")
+MAX_STREAK_CLASSES = 20  # error classes kept per streak: the most frequent (a days-long one)
+UTC_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
+
+
+def carry_fetch_streaks(section: Dict[str, Any], previous: Any
+                        ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The fetching section with each queue's streak joined to earlier runs; the state.
+
+    A queue whose attempts all failed in this interval keeps the last success an earlier
+    run saw, and when the earlier run's latest attempt had failed too, the failing streak
+    goes on from there: `failing_since` is the first failure after the last success even
+    when that failure was logged in the previous interval (whose record still showed the
+    success). `previous` is what this function returned as state last time ({} at
+    first); a queue of the wrong shape there starts afresh, so a damaged state can never
+    put a value the schema refuses into the record. A queue without attempts this
+    interval keeps its streak in the state. A section without queues (its log unreadable,
+    its parser failed) leaves the state as it was.
+    """
+    kept = previous.get("queues") if isinstance(previous, dict) else None
+    state = {name: streak for name, streak in (kept if isinstance(kept, dict) else {}).items()
+             if isinstance(name, str) and _is_streak(streak)}  # type: Dict[str, Any]
+    queues = section.get("queues")
+    if not isinstance(queues, dict):
+        return section, {"queues": state}
+    for name, entry in queues.items():
+        before = state.get(name)
+        if entry["last_ok_at"] is None and before is not None:
+            entry["last_ok_at"] = before["last_ok_at"]
+            if before["failing_since"] is not None:
+                entry["failing_since"] = before["failing_since"]
+                errors = dict(before["failing_errors"])
+                for cls, count in entry["failing_errors"].items():
+                    errors[cls] = errors.get(cls, 0) + count
+                entry["failing_errors"] = _most_frequent(errors)
+        state[name] = {key: entry[key] for key in STREAK_FIELDS}
+    if len(state) > MAX_QUEUES:
+        newest = sorted(state, key=lambda k: max(state[k]["failing_since"] or "",
+                                                 state[k]["last_ok_at"] or ""))[-MAX_QUEUES:]
+        state = {k: state[k] for k in newest}
+    return section, {"queues": state}
+
+
+def _most_frequent(errors: Dict[str, int]) -> Dict[str, int]:
+    if len(errors) <= MAX_STREAK_CLASSES:
+        return errors
+    kept = sorted(errors, key=lambda cls: (-errors[cls], cls))[:MAX_STREAK_CLASSES]
+    return {cls: errors[cls] for cls in kept}
+
+
+def _is_streak(value: Any) -> bool:
+    """A streak as `carry_fetch_streaks` keeps it: two times (UTC text or null), and the
+    failures by class, present exactly when `failing_since` is."""
+    if not isinstance(value, dict) or set(value) != set(STREAK_FIELDS):
+        return False
+    errors = value["failing_errors"]
+    return (all(value[key] is None
+                or (isinstance(value[key], str) and UTC_TEXT.match(value[key]) is not None)
+                for key in ("last_ok_at", "failing_since"))
+            and isinstance(errors, dict)
+            and all(isinstance(k, str) and type(n) is int and n > 0 for k, n in errors.items())
+            and (value["failing_since"] is None) == (not errors))
 
 
 def _outcome(raw: str) -> Tuple[str, Optional[str]]:

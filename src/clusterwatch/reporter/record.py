@@ -103,6 +103,7 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
 
     new_state = dict(previous)
     fetching = section(FETCHER_LOG, harvester_log.fetching_section)
+    fetching, new_state["fetching"] = _fetch_streaks(fetching, previous, now)
     submission = section(SUBMITTER_LOG, harvester_log.submission_section)
     adjuster_chunks, adjuster_info = read(ADJUSTER_LOG)
     try:
@@ -159,6 +160,32 @@ def collect(key: str, sources: Sources, previous: Dict[str, Any], now: float,
     new_state["logs"] = logs_state
     new_state["last_run"] = now
     return record, new_state
+
+
+def _fetch_streaks(fetching: Dict[str, Any], previous: Dict[str, Any], now: float
+                   ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Each queue's failing streak joined to earlier runs' (telemetry 1.9), and the state.
+
+    The streaks carry on only from the run just before (the part says which run wrote
+    it): a part another reporter left behind (a downgrade to 1.8 keeps it untouched while
+    it runs) knows nothing of what was logged since, so the streaks start afresh from this
+    interval. Should the join fail, the queues go without the streak (the monitor then
+    reads the record as an older reporter's, by its interval's counts) and the streaks
+    start afresh next run."""
+    from clusterwatch.reporter import harvester_log
+
+    saved = previous.get("fetching")
+    if not isinstance(saved, dict) or saved.get("written_at") != previous.get("last_run"):
+        saved = {}
+    try:
+        fetching, state = harvester_log.carry_fetch_streaks(fetching, saved)
+    except Exception:  # the record goes out without the streak fields
+        for entry in (fetching.get("queues") or {}).values():
+            for key in harvester_log.STREAK_FIELDS:
+                entry.pop(key, None)
+        return fetching, {}
+    state["written_at"] = now
+    return fetching, state
 
 
 def _harvester_db(sources: Sources, now: float, since: float, reasons_cache: Dict[str, Any],

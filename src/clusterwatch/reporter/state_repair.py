@@ -24,7 +24,7 @@ from clusterwatch.reporter.log_position import is_position
 # The state's parts and the types they must have; a part of another type is dropped.
 PART_TYPES = {
     "logs": (dict,), "adjustment": (dict,), "reasons": (dict,), "last_run": (int, float),
-    "pending": (dict,),
+    "pending": (dict,), "fetching": (dict,),
 }  # type: Dict[str, Tuple[type, ...]]
 DAMAGED_INFIX = ".damaged-"
 KEEP_DAMAGED = 5  # copies kept aside, newest first
@@ -73,7 +73,7 @@ def salvage(text: str) -> Dict[str, Any]:
     found = _LAST_RUN.search(text)
     if found is not None:
         state["last_run"] = json.loads(found.group(1))
-    for part in ("adjustment", "reasons"):
+    for part in ("adjustment", "fetching", "reasons"):
         found = re.search(r'"{}"\s*:\s*(?=\{{)'.format(part), text)
         if found is not None:
             try:

@@ -63,6 +63,17 @@ class FetchQueue:
     errors: Counts = ()  # failed fetches by error class
     last: Optional[FetchAttempt] = None
     last_got_jobs_at: Optional[dt.datetime] = None
+    # Telemetry 1.9: the streak the latest attempts make, carried across the reporter's
+    # runs. None and empty in older reporters' records; a 1.9 record's queue has at least
+    # one of the two times (each attempt either failed or did not).
+    last_ok_at: Optional[dt.datetime] = None
+    failing_since: Optional[dt.datetime] = None  # set: the latest attempt failed
+    failing_errors: Counts = ()  # the failures since failing_since, by error class
+
+    @property
+    def has_streak(self) -> bool:
+        """Whether the record says this queue's streak (a reporter of telemetry 1.9 on)."""
+        return self.last_ok_at is not None or self.failing_since is not None
 
 
 @dataclass(frozen=True)
@@ -183,6 +194,9 @@ def _fetch_queue(entry: Mapping[str, Any]) -> FetchQueue:
         errors=counts(entry.get("errors")),
         last=_fetch_attempt(obj(last)) if is_obj(last) else None,
         last_got_jobs_at=parse_utc(entry.get("last_got_jobs_at")),
+        last_ok_at=parse_utc(entry.get("last_ok_at")),
+        failing_since=parse_utc(entry.get("failing_since")),
+        failing_errors=counts(entry.get("failing_errors")),
     )
 
 
