@@ -147,9 +147,22 @@ def list_silences(now: float, include_ended: bool = True) -> list[AlarmSilence]:
     return running + ended if include_ended else running
 
 
+def readable(rows: Iterable[AlarmSilence]) -> list[Silence]:
+    """The rows as Silences, leaving out (with a warning) any that cannot be read: a hand
+    edit in the admin must not break the page or the run, and an unreadable silence holds
+    nothing, the safe way to be wrong."""
+    found: list[Silence] = []
+    for row in rows:
+        try:
+            found.append(to_silence(row))
+        except ValueError as exc:
+            log.warning("silence %s left out: %s", row.id, exc)
+    return found
+
+
 def active_silences(now: float) -> list[Silence]:
     """The silences in force at `now`, as the engine matches them."""
-    return [s for s in map(to_silence, list_silences(now, include_ended=False)) if s.active(now)]
+    return [s for s in readable(list_silences(now, include_ended=False)) if s.active(now)]
 
 
 def expire_silence(silence_id: str, now: float, by: str) -> AlarmSilence:

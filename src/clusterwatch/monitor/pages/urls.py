@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from clusterwatch.monitor.pages import views
+from clusterwatch.monitor.pages import alarm_views, views
 from clusterwatch.monitor.pages.operator_guard import operators_only
 
 urlpatterns = [
@@ -18,7 +18,8 @@ urlpatterns = [
     path("queues/<path:queue>/", operators_only(views.queue_detail), name="monitor-queue"),
     path("jobs/", operators_only(views.job_lookup), name="monitor-jobs"),
     path("jobs/<int:pandaid>/", operators_only(views.job_detail), name="monitor-job"),
-    path("alarms/", operators_only(views.alarm_list), name="monitor-alarms"),
+    # GET: the page; POST: its forms (staff only, alarm_views answers anyone else 403).
+    path("alarms/", operators_only(alarm_views.alarm_list), name="monitor-alarms"),
     path("panda/worker-starts/", operators_only(views.worker_starts),
          name="monitor-worker-starts"),
 ]

@@ -7,7 +7,6 @@ keeps (`LatestReport`, `LatestQueue`, `JobPush`), never scans `HostReport`.
 from __future__ import annotations
 
 import os
-import time
 from collections import defaultdict
 from urllib.parse import urlencode
 
@@ -20,7 +19,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from clusterwatch.monitor.alarms.status import summary
 from clusterwatch.monitor.core.models import (
     HostReport,
     HostTokenKey,
@@ -28,7 +26,6 @@ from clusterwatch.monitor.core.models import (
     LatestQueue,
     RegisteredHarvester,
 )
-from clusterwatch.monitor.pages.alarms_page import alarms_context
 from clusterwatch.monitor.pages.hosts_page import hosts_page
 from clusterwatch.monitor.pages.hosts_query import latest_slim_records
 from clusterwatch.monitor.pages.panda_job_page import (
@@ -142,13 +139,6 @@ def job_detail(request: HttpRequest, pandaid: int) -> HttpResponse:
                     server_queue)
     return render(request, "monitor/job.html", {"page": page, "truth": truth},
                   status=404 if page.queue_unknown and page.queue_source == "asked" else 200)
-
-
-@require_safe
-@login_required
-def alarm_list(request: HttpRequest) -> HttpResponse:
-    now = time.time()
-    return render(request, "monitor/alarms.html", alarms_context(summary(now), now))
 
 
 @require_safe
