@@ -1,10 +1,21 @@
-"""`panda_unreachable`: every fetch of the interval failed, all with one error class.
+"""`panda_unreachable`: the harvester's fetches all failing, with one error class.
 
 That is the 2026-10-02 signature (every call `SSLError ... CERTIFICATE_VERIFY_FAILED` after
 the server's certificate was renewed). The message carries the error line, because the host
 that logged it is one nobody outside can read. Some fetches succeeding clears the alarm;
 no attempt at all, an unread fetch log, or failures of several classes say nothing either
 way, so an open alarm stays open.
+
+Two readings of one rule, one harvester (all its queues) each:
+
+- A record of telemetry 1.9 or later says each queue's streak: `failing_since`, the first
+  failure after its last success, set while its latest attempt failed, even when that
+  failure was logged in an earlier interval. It fires on the first record whose queues are
+  all failing, their latest attempts with one error class: a failure that starts
+  mid-interval is raised on that interval's record ("failing since" that time), not on the
+  next one's, whose fetches would all have failed.
+- An older reporter's record (no streak) fires when every fetch of its interval failed
+  with one error class, as before.
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ def observe_fetching(key: str, record: HostRecord, evidence_at: float) -> Observ
         why = record.fetching.error or "no queues"
         return Observation(AlarmState.UNKNOWN, "not read", f"{key}: fetch log not read ({why})",
                            evidence_at)
+    if queues and all(_says_streak(queue) for queue in queues.values()):
+        return _observe_streaks(key, record, queues, evidence_at)
     attempts = failed = 0
     classes: Counter[str] = Counter()
     for queue in queues.values():
@@ -46,25 +59,80 @@ def observe_fetching(key: str, record: HostRecord, evidence_at: float) -> Observ
         return Observation(AlarmState.UNKNOWN, "no fetches",
                            f"{key}: no fetch attempt in the interval", evidence_at)
     if failed < attempts:
-        ok = attempts - failed
-        last_ok = _last_success(queues)
-        when = f", last {last_ok}" if last_ok else ""
-        return Observation(AlarmState.CLEAR, "fetching",
-                           wording.one_line(f"{key}: fetches succeed again ({ok} of {attempts} "
-                                            f"OK{when})", DETAIL_CHARS), evidence_at)
+        return _succeeding(key, queues, evidence_at)
     if len(classes) != 1:
         kinds = ", ".join(sorted(classes)) or "no error class recorded"
         return Observation(AlarmState.UNKNOWN, "failing",
                            f"{key}: every fetch failed, not with one error class ({kinds})",
                            evidence_at)
     (error_class,) = classes
+    detail = (f"{key}: every fetch failed with {error_class} ({failed} of {attempts}) — "
+              f"last error: {_error_line(record, queues, error_class)}")
+    return Observation(AlarmState.FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
+                       evidence_at)
+
+
+def _says_streak(queue: FetchQueue) -> bool:
+    """Whether the queue's entry says its streak (telemetry 1.9), consistently with its last
+    attempt: failing exactly when that attempt failed. A record where a queue does not is
+    read as an older reporter's."""
+    last = queue.last
+    if last is None or not queue.has_streak:
+        return False
+    return (queue.failing_since is not None) == (last.error_class is not None)
+
+
+def _observe_streaks(key: str, record: HostRecord, queues: Mapping[str, FetchQueue],
+                     evidence_at: float) -> Observation:
+    """A 1.9 record: cut off when every queue's latest attempts failed, the latest with one
+    error class; the evidence dates from the first of those failures."""
+    since: dict[str, float] = {}
+    for name, queue in queues.items():
+        if queue.failing_since is None:
+            return _succeeding(key, queues, evidence_at)
+        since[name] = queue.failing_since.timestamp()
+    latest = {queue.last.error_class for queue in queues.values()
+              if queue.last is not None and queue.last.error_class}
+    streak: Counter[str] = Counter()
+    for queue in queues.values():
+        for error_class, count in queue.failing_errors:
+            if count > 0:
+                streak[error_class] += count
+    first = min(since.values())
+    began = wording.utc(first)
+    if len(latest) != 1:
+        kinds = ", ".join(sorted(latest)) or "no error class recorded"
+        return Observation(AlarmState.UNKNOWN, "failing",
+                           f"{key}: every queue failing since {began}, its latest fetches not "
+                           f"with one error class ({kinds})", evidence_at)
+    (error_class,) = latest
+    failures = sum(streak.values())
+    by_class = ", ".join(f"{name} {count}" for name, count in
+                         sorted(streak.items(), key=lambda pair: (-pair[1], pair[0])))
+    where = (f"its queue {next(iter(queues))}" if len(queues) == 1
+             else f"all {len(queues)} of its queues")
+    detail = (f"{key}: fetching failing since {began} on {where}, last with {error_class} "
+              f"({failures} failed attempt{'' if failures == 1 else 's'} since: {by_class}) — "
+              f"last error: {_error_line(record, queues, error_class)}")
+    return Observation(AlarmState.FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
+                       min(first, evidence_at))
+
+
+def _succeeding(key: str, queues: Mapping[str, FetchQueue], evidence_at: float) -> Observation:
+    attempts = sum(_count(queue.attempts) for queue in queues.values())
+    ok = attempts - sum(_count(queue.failed) for queue in queues.values())
+    last_ok = _last_success(queues)
+    when = f", last {last_ok}" if last_ok else ""
+    return Observation(AlarmState.CLEAR, "fetching",
+                       wording.one_line(f"{key}: fetches succeed again ({ok} of {attempts} "
+                                        f"OK{when})", DETAIL_CHARS), evidence_at)
+
+
+def _error_line(record: HostRecord, queues: Mapping[str, FetchQueue], error_class: str) -> str:
     # The reporter keeps the traceback's first line on the error line: noise in a message.
     line = " ".join(_last_error_line(record, queues, error_class).split())
     line = line.removesuffix(TRACEBACK).rstrip()
-    detail = (f"{key}: every fetch failed with {error_class} ({failed} of {attempts}) — "
-              f"last error: {wording.one_line(line, ERROR_LINE_CHARS)}")
-    return Observation(AlarmState.FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
-                       evidence_at)
+    return wording.one_line(line, ERROR_LINE_CHARS)
 
 
 def _count(value: Optional[int]) -> int:
