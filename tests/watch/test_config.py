@@ -250,7 +250,7 @@ def test_it_runs_without_channels_when_there_is_no_slack_webhook(pool: Pool, cap
 
 @pytest.mark.parametrize(("text", "where", "known"), [
     ('colour = "blue"\n', "unknown key(s) colour",
-     "known: channels, condor, health, prometheus, state_dir, thresholds"),
+     "known: channels, condor, health, maintenance, prometheus, state_dir, thresholds"),
     ('[prometheus]\nadress = "http://127.0.0.1:9090"\n', "[prometheus]: unknown key(s) adress",
      "known: job, timeout_s, url"),
     ("[thresholds]\nfail = 600\n", "unknown key(s) fail",

@@ -79,6 +79,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     redeliver.add_argument("--channel", metavar="NAME", help="only this channel")
     redeliver.set_defaults(handler=_redeliver)
 
+    _register_silence(verbs, common)
+
     demo = verbs.add_parser(
         "demo", help="local demonstration with real Prometheus and node_exporter",
         description="Start Prometheus, node_exporter and a loopback fake Slack on 127.0.0.1, "
@@ -86,6 +88,48 @@ def register(parser: argparse.ArgumentParser) -> None:
         "against them and print what Slack received. Needs the Debian packages prometheus "
         "and prometheus-node-exporter.")
     demo.set_defaults(handler=_demo)
+
+
+SILENCE_EPILOG = """\
+MATCHER is KIND:PATTERN, KIND node or gpu, PATTERN a shell-style glob over the target's name
+(node:wn1*, gpu:10.1.2.*:9100); matchers of one kind are alternatives, of two kinds both must
+hold. A held target is still observed; only its alert waits, and goes out at the first poll
+after the silence ends if the incident is still open.
+
+exit status: 0 done, 1 the state file was damaged (moved aside, what it held kept) or the
+run failed, 2 usage error (a bad matcher, duration or time, no comment, an unknown id),
+78 configuration error."""
+
+
+def _register_silence(verbs: argparse._SubParsersAction[argparse.ArgumentParser],
+                      common: argparse.ArgumentParser) -> None:
+    silence = verbs.add_parser(
+        "silence", help="hold alerts back while you work on targets (add, list, expire)",
+        parents=[common], epilog=SILENCE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Silences live in the watch's state, beside its incidents.")
+    silence.set_defaults(handler=_silence_usage)
+    actions = silence.add_subparsers(dest="silence_action", metavar="ACTION")
+    add = actions.add_parser(
+        "add", parents=[common], epilog=SILENCE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="silence targets for a while; prints the new silence's id as its last line")
+    # Checked by the handler, not by argparse: a usage error is one line, exit 2.
+    add.add_argument("matchers", nargs="*", metavar="MATCHER", help="e.g. node:wn1*")
+    add.add_argument("--for", dest="duration", metavar="DURATION",
+                     help="how long: 90m, 2h, 3d, 1h30m")
+    add.add_argument("--until", metavar="TIME",
+                     help="until when: ISO 8601 with a zone, e.g. 2026-12-10T08:00:00Z")
+    add.add_argument("--comment", metavar="TEXT", help="why (required)")
+    add.add_argument("--author", metavar="NAME", help="who (default: your login name)")
+    add.set_defaults(handler=_silence_add)
+    listed = actions.add_parser("list", parents=[common],
+                                help="active and recently ended silences")
+    listed.add_argument("--json", action="store_true", help="print JSON")
+    listed.set_defaults(handler=_silence_list)
+    expire = actions.add_parser("expire", parents=[common], help="end a silence now")
+    expire.add_argument("id", metavar="ID", help="the silence's id (see silence list)")
+    expire.set_defaults(handler=_silence_expire)
 
 
 def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:
@@ -166,7 +210,7 @@ def _status(args: argparse.Namespace) -> int:
     # The channels' names let an original script's file show its lines queued for them.
     watch_state = state.load(config.state_dir, repair=False,
                              channel_names=[channel.name for channel in config.channels])
-    print_status(watch_state, sys.stdout, as_json=args.json)
+    print_status(watch_state, sys.stdout, as_json=args.json, windows=config.windows)
     return EXIT_OK
 
 
@@ -183,6 +227,37 @@ def _redeliver(args: argparse.Namespace) -> int:
         state.save(config.state_dir, watch_state)
     print(f"{count} message(s) queued again; the next poll sends them")
     return EXIT_FAILURE if watch_state.damage else EXIT_OK
+
+
+def _silence_usage(args: argparse.Namespace) -> int:
+    raise UsageError("watch silence needs an action: add, list or expire")
+
+
+def _silence_add(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.silence_cli import add, parse_request
+
+    # Arguments first: a usage error needs no configuration and stores nothing.
+    parse_request(args.matchers, args.duration, args.until, args.comment, time.time())
+    clean = add(_config(args), args.matchers, args.duration, args.until, args.comment,
+                args.author, sys.stdout)
+    return EXIT_OK if clean else EXIT_FAILURE
+
+
+def _silence_list(args: argparse.Namespace) -> int:
+    from clusterwatch.watch import state
+    from clusterwatch.watch.silence_cli import print_list
+
+    config = _config(args)
+    watch_state = state.load(config.state_dir, repair=False,
+                             channel_names=[channel.name for channel in config.channels])
+    print_list(watch_state.silences, sys.stdout, as_json=args.json)
+    return EXIT_OK
+
+
+def _silence_expire(args: argparse.Namespace) -> int:
+    from clusterwatch.watch.silence_cli import expire
+
+    return EXIT_OK if expire(_config(args), args.id, sys.stdout) else EXIT_FAILURE
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -25,8 +25,10 @@ from clusterwatch.notify.channel_config import positive as _positive
 from clusterwatch.notify.channel_config import read_secret as read_secret
 from clusterwatch.notify.channel_config import reject_unknown as _reject_unknown
 from clusterwatch.notify.channel_config import string as _string
+from clusterwatch.notify.silences import Window, parse_windows
 from clusterwatch.toml_file import read_toml
 from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS, Thresholds
+from clusterwatch.watch.holds import MATCHER_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class WatchConfig:
     channels: tuple[ChannelConfig, ...] = ()
     health_textfile: Optional[Path] = None  # extra copy for node_exporter's textfile dir
     lock_timeout_s: float = 50.0
+    windows: tuple[Window, ...] = ()  # [[maintenance]]: hold alerts while one is open
 
 
 def load_config(
@@ -74,7 +77,8 @@ def load_config(
     if not config_dir.is_dir():
         raise ConfigError(f"config directory {config_dir} does not exist")
     data = read_toml(config_dir / CONFIG_FILE) or {}
-    known = {"state_dir", "prometheus", "condor", "thresholds", "health", "channels"}
+    known = {"state_dir", "prometheus", "condor", "thresholds", "health", "channels",
+             "maintenance"}
     _reject_unknown(data, known, CONFIG_FILE)
     prom = _table(data, "prometheus", {"url", "job", "timeout_s"})
     condor = _table(data, "condor", {"status_command", "timeout_s"})
@@ -105,6 +109,8 @@ def load_config(
         condor_timeout_s=_positive(condor, "timeout_s", 15.0, "[condor]", MAX_TIMEOUT_S),
         thresholds=thresholds,
         channels=_channels(data, config_dir),
+        windows=parse_windows(data["maintenance"], MATCHER_KINDS) if "maintenance" in data
+        else (),
         health_textfile=config_dir / Path(textfile).expanduser() if textfile else None,
     )
 

@@ -57,6 +57,10 @@ class Incident:
     # The word of the observation that raised it (missing or stale), as the state file keeps
     # it: a string, since the original's state files are read too.
     status: str
+    # Its alert was held back (a silence or a maintenance window covered the target when it
+    # opened) and not yet queued: the poll queues it once the hold ends, and a held
+    # incident that closes first closes silently (holds.py).
+    held: bool = False
 
 
 @dataclass

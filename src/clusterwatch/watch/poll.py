@@ -19,6 +19,7 @@ from clusterwatch.notify.channel import Channel, SendResult
 from clusterwatch.notify.event import Event
 from clusterwatch.notify.incident import Action
 from clusterwatch.notify.outbox import deliver
+from clusterwatch.notify.silences import prune
 from clusterwatch.watch import health, state
 from clusterwatch.watch.condor import NodeObservation, collector_now, query_machines
 from clusterwatch.watch.config import WatchConfig
@@ -31,6 +32,7 @@ from clusterwatch.watch.decisions import (
     classify_mtime,
     decide,
 )
+from clusterwatch.watch.holds import Holding, Outgoing
 from clusterwatch.watch.inventory import (
     GPU_PREFIX,
     GPUS_FILE,
@@ -68,11 +70,14 @@ def evaluate(
     node_obs: NodeObservation,
     gpu_obs: GpuObservation,
     thresholds: Thresholds,
+    outgoing: Optional[Outgoing] = None,
 ) -> tuple[dict[str, TargetRecord], list[Decision]]:
     """Apply one poll's observations to every expected target.
 
     Returns the new record map (targets no longer in an inventory are forgotten) and the
-    transitions in inventory order.
+    transitions in inventory order. With `outgoing`, also what goes to the outbox: the
+    transitions its silences and windows do not hold back, and held alerts released
+    (holds.py); without it, nothing is held.
     """
     updated: dict[str, TargetRecord] = {}
     decisions: list[Decision] = []
@@ -87,6 +92,7 @@ def evaluate(
         if record is None:
             record = TargetRecord()
         heard_at = None
+        before = record.incident
         if node_failed:
             observation = Observation.UNKNOWN
         elif name in machines:
@@ -99,6 +105,9 @@ def evaluate(
         decision = decide(record, target, now, observation, None, thresholds, heard_at)
         if decision is not None:
             decisions.append(decision)
+        if outgoing is not None and (decision is not None or (
+                record.incident is not None and record.incident.held)):
+            outgoing.take(record, before, decision, target, now)
         updated[target] = record
     gpu_failed = gpu_obs.error is not None
     mtimes, invalid = gpu_obs.mtimes, gpu_obs.invalid
@@ -108,6 +117,7 @@ def evaluate(
         if record is None:
             record = TargetRecord()
         mtime = mtimes.get(instance)
+        before = record.incident
         if gpu_failed:
             observation = Observation.UNKNOWN
         elif instance in invalid:
@@ -123,17 +133,21 @@ def evaluate(
         decision = decide(record, target, now, observation, mtime, thresholds)
         if decision is not None:
             decisions.append(decision)
+        if outgoing is not None and (decision is not None or (
+                record.incident is not None and record.incident.held)):
+            outgoing.take(record, before, decision, target, now)
         updated[target] = record
     return updated, decisions
 
 
 def firing_events(records: dict[str, TargetRecord]) -> list[Event]:
-    """The alert of every open incident, as channels that re-state alerts want them."""
+    """The alert of every open incident whose alert went out, as channels that re-state
+    alerts want them (a held one is told when its hold ends, like any other channel)."""
     return [
         Event(0, record.incident.opened, Action.ALERT, target, record.incident.status,
               record.incident.id)
         for target, record in records.items()
-        if record.incident is not None
+        if record.incident is not None and not record.incident.held
     ]
 
 
@@ -167,8 +181,14 @@ def run_poll(
         # Incidents open before this poll, for channels that are new to the state.
         new_channel = any(c.name not in watch_state.outbox.channels for c in channels)
         open_before = firing_events(watch_state.records) if new_channel else []
+        # Ended silences are dropped a while after they end (kept for the record till then).
+        watch_state.silences = prune(watch_state.silences, now)
+        outgoing = Outgoing(Holding(watch_state.silences, config.windows,
+                                    frozenset(nodes) if watch_state.silences
+                                    or config.windows else frozenset()))
         watch_state.records, decisions = evaluate(
-            watch_state.records, nodes, gpus, now, node_obs, gpu_obs, config.thresholds)
+            watch_state.records, nodes, gpus, now, node_obs, gpu_obs, config.thresholds,
+            outgoing)
         outbox = watch_state.outbox
         # Before this poll's events are queued: a new channel starts after the queue but
         # learns the incidents that were open before this poll.
@@ -177,11 +197,14 @@ def run_poll(
             log.warning("no channel is configured: transitions are logged only (add "
                         "CONFIG_DIR/slack_webhook or [[channels]] in watch.toml); open "
                         "incidents are sent to a channel when one is added")
-        events = [outbox.append(decision.t, decision.action, decision.target,
-                                decision.status.value, decision.incident)
-                  for decision in decisions]
-        for event in events:
-            log.warning("%s", event.line())
+        events = [outbox.append(item.t, item.action, item.target, item.status, item.incident)
+                  for item in outgoing.queued]
+        for event, item in zip(events, outgoing.queued):
+            log.warning("%s%s", event.line(), " (held until now)" if item.released else "")
+        for decision, hold in outgoing.held:
+            log.warning("held back: %s %s (%s) incident %s: %s", decision.action.value.upper(),
+                        decision.target, decision.status.value, decision.incident,
+                        hold.describe())
         sources_ok = node_obs.error is None and gpu_obs.error is None
         watch_state.last_poll = {
             "t": now,

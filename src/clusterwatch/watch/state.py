@@ -247,4 +247,6 @@ def _record_to_row(record: TargetRecord) -> list[Any]:
                       record.good_first_mtime]
     if incident is not None:
         row += [incident.id, incident.opened, incident.status]
+        if incident.held:  # left out when delivered: the row a previous version wrote
+            row.append(True)
     return row

@@ -92,7 +92,9 @@ def _times(values: list[Any]) -> bool:
 
 def records_from_rows(rows: Any, problems: list[str]) -> dict[str, TargetRecord]:
     """Records from `{target: [last_poll, absent_since, good_since, good_first_mtime,
-    (incident id, opened, status)]}`; the common row of 4 valid times is built inline."""
+    (incident id, opened, status, (held))]}`; the common row of 4 valid times is built
+    inline. A row of 7, as files written before holds have, is an incident whose alert was
+    delivered; a held one has an 8th item, true."""
     if not isinstance(rows, dict):
         problems.append("the target records are not a JSON object: all reset")
         return {}
@@ -112,11 +114,11 @@ def records_from_rows(rows: Any, problems: list[str]) -> dict[str, TargetRecord]
 
 
 def _record(target: str, row: Any, problems: list[str]) -> TargetRecord:
-    if not isinstance(row, list) or len(row) not in (4, 7):
-        problems.append(f"{target}: record {quote(row)} is not a row of 4 or 7: reset")
+    if not isinstance(row, list) or len(row) not in (4, 7, 8):
+        problems.append(f"{target}: record {quote(row)} is not a row of 4, 7 or 8: reset")
         return TargetRecord()
-    incident = _incident(row[4:]) if len(row) == 7 else None
-    if len(row) == 7 and incident is None:
+    incident = _incident(row[4:]) if len(row) > 4 else None
+    if len(row) > 4 and incident is None:
         problems.append(f"{target}: incident {quote(row[4:])} unreadable: dropped")
     windows = row[:4]
     if not _times(windows):
@@ -126,10 +128,11 @@ def _record(target: str, row: Any, problems: list[str]) -> TargetRecord:
 
 
 def _incident(part: list[Any]) -> Optional[Incident]:
-    incident_id, opened, status = part
+    incident_id, opened, status = part[:3]
+    held = part[3] if len(part) == 4 else False
     if isinstance(incident_id, str) and incident_id and is_time(opened) and isinstance(
-            status, str) and status:
-        return Incident(id=incident_id, opened=float(opened), status=status)
+            status, str) and status and isinstance(held, bool):
+        return Incident(id=incident_id, opened=float(opened), status=status, held=held)
     return None
 
 
@@ -223,7 +226,8 @@ def _outbox(data: Any, decoded: Decoded, channel_names: Sequence[str],
 def resend_after_loss(outbox: Outbox, records: dict[str, TargetRecord],
             channel_names: Sequence[str]) -> None:
     """After a loss in the outbox: channels without a readable position start before the
-    oldest kept event, and each open incident without a queued event is announced again."""
+    oldest kept event, and each open incident without a queued event is announced again
+    (a held one is not: its alert goes out when its hold ends)."""
     start = outbox.events[0].seq - 1 if outbox.events else outbox.next_seq - 1
     for name in channel_names:
         outbox.channels.setdefault(name, ChannelState(cursor=start))
@@ -231,7 +235,7 @@ def resend_after_loss(outbox: Outbox, records: dict[str, TargetRecord],
     queued = {event.target for name in outbox.channels for event in outbox.pending(name)}
     for target, record in records.items():
         incident = record.incident
-        if incident is not None and target not in queued:
+        if incident is not None and not incident.held and target not in queued:
             outbox.append(incident.opened, Action.ALERT, target, incident.status, incident.id)
 
 

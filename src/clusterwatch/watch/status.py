@@ -4,31 +4,59 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import IO, Any
 
 from clusterwatch.notify.event import format_utc
 from clusterwatch.notify.outbox_status import ChannelWording, outbox_sections, write_channels
+from clusterwatch.notify.silences import Window, utc
+from clusterwatch.watch.holds import Holding
+from clusterwatch.watch.inventory import NODE_PREFIX
+from clusterwatch.watch.silence_cli import listing
 from clusterwatch.watch.state import WatchState
 
 WORDING = ChannelWording(no_channels="channels: none configured (transitions are only logged)")
 
 
-def summary(watch_state: WatchState, now: float) -> dict[str, Any]:
+def summary(watch_state: WatchState, now: float,
+            windows: Sequence[Window] = ()) -> dict[str, Any]:
+    """A held incident says what holds it now; one whose hold has ended (`held_by` None)
+    goes out at the next poll."""
+    holding = Holding(watch_state.silences, windows, frozenset(
+        target[len(NODE_PREFIX):] for target in watch_state.records
+        if target.startswith(NODE_PREFIX)))
+    incidents = []
+    for target, record in sorted(watch_state.records.items()):
+        if record.incident is None:
+            continue
+        item: dict[str, Any] = {"target": target, "status": record.incident.status,
+                                "since": record.incident.opened,
+                                "incident": record.incident.id, "held": record.incident.held}
+        if record.incident.held:
+            hold = holding.hold(target, now)
+            item.update(held_by=None if hold is None else hold.by,
+                        held_until=None if hold is None else hold.until,
+                        hold=None if hold is None else hold.describe())
+        incidents.append(item)
     return {
         "last_poll": watch_state.last_poll,
-        "open_incidents": [
-            {"target": target, "status": record.incident.status,
-             "since": record.incident.opened, "incident": record.incident.id}
-            for target, record in sorted(watch_state.records.items())
-            if record.incident is not None
+        "open_incidents": incidents,
+        "silences": [row for row in listing(watch_state.silences, now)
+                     if row["state"] == "active"],
+        "maintenance": [
+            {"comment": window.comment, "matchers": [str(m) for m in window.matchers],
+             "from": opened[0], "until": opened[1], "describe": window.describe()}
+            for window in windows
+            for opened in [window.open_at(now)] if opened is not None
         ],
         **outbox_sections(watch_state.outbox, now),
     }
 
 
-def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False) -> None:
+def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False,
+                 windows: Sequence[Window] = ()) -> None:
     now = time.time()
-    data = summary(watch_state, now)
+    data = summary(watch_state, now, windows)
     if as_json:
         json.dump(data, out, indent=2)
         out.write("\n")
@@ -50,6 +78,18 @@ def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False) -
     incidents = data["open_incidents"]
     out.write(f"open incidents: {len(incidents)}\n")
     for item in incidents:
+        held = ""
+        if item["held"]:
+            held = (f" HELD, {item['hold']}" if item["hold"] else
+                    " HELD, its hold has ended: the alert goes out at the next poll")
         out.write(f"  {item['target']} ({item['status']}) since {format_utc(item['since'])} "
-                  f"incident {item['incident']}\n")
+                  f"incident {item['incident']}{held}\n")
+    out.write(f"active silences: {len(data['silences'])}\n")
+    for row in data["silences"]:
+        out.write(f"  {row['id']} {' '.join(row['matchers'])} until {utc(row['until'])} "
+                  f"by {row['author']}: {row['comment']}\n")
+    if data["maintenance"]:
+        out.write(f"maintenance windows open: {len(data['maintenance'])}\n")
+    for window in data["maintenance"]:
+        out.write(f"  {window['describe']}; open until {utc(window['until'])}\n")
     write_channels(data["channels"], out, WORDING)
