@@ -6,9 +6,9 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
     from clusterwatch.watch.config import WatchConfig
@@ -101,6 +101,13 @@ run failed, 2 usage error (a bad matcher, duration or time, no comment, an unkno
 78 configuration error."""
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error in one line, exit 2: scripts that add silences read it easily."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"clusterwatch: {self.prog}: {message} (see --help)\n")
+
+
 def _register_silence(verbs: argparse._SubParsersAction[argparse.ArgumentParser],
                       common: argparse.ArgumentParser) -> None:
     silence = verbs.add_parser(
@@ -109,7 +116,10 @@ def _register_silence(verbs: argparse._SubParsersAction[argparse.ArgumentParser]
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Silences live in the watch's state, beside its incidents.")
     silence.set_defaults(handler=_silence_usage)
-    actions = silence.add_subparsers(dest="silence_action", metavar="ACTION")
+    actions = silence.add_subparsers(dest="silence_action", metavar="ACTION",
+                                     parser_class=_OneLineParser)
+    common = _OneLineParser(add_help=False)  # the same options, after the action too
+    _add_common_options(common, argparse.SUPPRESS)
     add = actions.add_parser(
         "add", parents=[common], epilog=SILENCE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -48,6 +48,9 @@ def parse_request(
             str(until))
     except SilenceError as exc:
         raise UsageError(str(exc)) from None
+    if ends <= now:
+        raise UsageError(f"--until {str(until)[:40]!r} is not in the future: that silence "
+                         "would already have ended")
     return found, ends
 
 
