@@ -1,11 +1,13 @@
-"""`alarms_status`: open alarms, each channel's queue and dead letters, the last run, the lease."""
+"""`alarms_status`: open alarms (each one's hold and acknowledgement), the silences, each
+channel's queue and dead letters, the last run, the lease."""
 
 from __future__ import annotations
 
-from typing import IO, Any
+from collections.abc import Sequence
+from typing import IO, Any, Callable, Optional
 
+from clusterwatch.monitor.alarms import holds, outbox_store, silence_store, store, wording
 from clusterwatch.monitor.alarms import lease as run_lease
-from clusterwatch.monitor.alarms import outbox_store, wording
 from clusterwatch.monitor.core.models import Alarm
 from clusterwatch.notify.outbox_status import (
     RECENT_ATTEMPTS,
@@ -13,6 +15,7 @@ from clusterwatch.notify.outbox_status import (
     outbox_sections,
     write_channels,
 )
+from clusterwatch.notify.silences import Hold, Window
 
 
 def _wording(now: float) -> ChannelWording:
@@ -26,9 +29,32 @@ def _wording(now: float) -> ChannelWording:
     )
 
 
-def summary(now: float, recent: int = RECENT_ATTEMPTS) -> dict[str, Any]:
+def _hold(hold: Optional[Hold]) -> Optional[dict[str, Any]]:
+    return None if hold is None else {"by": hold.by, "author": hold.author,
+                                      "comment": hold.comment, "until": hold.until,
+                                      "text": hold.describe()}
+
+
+def _open_alarm(alarm: Alarm, hold: Callable[[str], Optional[Hold]]) -> dict[str, Any]:
+    acked = alarm.acknowledged_at
+    return {
+        "target": alarm.target, "status": alarm.status, "detail": alarm.detail,
+        "since": alarm.opened_at.timestamp(), "incident": alarm.incident,
+        "alert_held": alarm.alert_held,  # its alert not sent yet
+        "held_by": _hold(hold(alarm.target)),  # what holds it now
+        "acknowledged": None if acked is None else {
+            "by": alarm.acknowledged_by, "at": acked.timestamp(), "comment": alarm.ack_comment},
+    }
+
+
+def summary(now: float, recent: int = RECENT_ATTEMPTS, windows: Sequence[Window] = (),
+            windows_error: Optional[str] = None) -> dict[str, Any]:
+    """Everything `alarms_status` shows; `windows` from alarms.toml (`windows_error`: why
+    they could not be read, so holds by windows are unknown)."""
     outbox = outbox_store.load()
     holder = run_lease.current_holder()
+    found = silence_store.silences()
+    hold = holds.holder(store.key_facts(), found, windows, now)
     return {
         "last_run": outbox_store.last_run(),
         "lease": None if holder is None else {
@@ -37,10 +63,14 @@ def summary(now: float, recent: int = RECENT_ATTEMPTS) -> dict[str, Any]:
             "expires_at": holder.expires_at.timestamp() if holder.expires_at else None,
         },
         "open_alarms": [
-            {"target": alarm.target, "status": alarm.status, "detail": alarm.detail,
-             "since": alarm.opened_at.timestamp(), "incident": alarm.incident}
+            _open_alarm(alarm, hold)
             for alarm in Alarm.objects.filter(closed_at__isnull=True).order_by("target")
         ],
+        "silences": [{**silence.to_json(), "active": silence.active(now)} for silence in found
+                     if silence.ended_at > now],
+        "windows": [{"text": window.describe(), "open": window.open_at(now) is not None}
+                    for window in windows],
+        "windows_error": windows_error,
         "recently_closed": [
             {"target": alarm.target, "detail": alarm.close_detail,
              "closed": alarm.closed_at.timestamp(), "incident": alarm.incident}
@@ -70,6 +100,9 @@ def write_text(data: dict[str, Any], now: float, out: IO[str]) -> None:
         out.write(f"  {item['target']} ({item['status']}) since "
                   f"{wording.utc_age(item['since'], now)}, incident {item['incident']}\n"
                   f"    {item['detail']}\n")
+        for line in _hold_lines(item):
+            out.write(f"    {line}\n")
+    _write_silences(data, now, out)
     closed = data["recently_closed"][:5]
     if closed:
         out.write("recently recovered:\n")
@@ -78,3 +111,33 @@ def write_text(data: dict[str, Any], now: float, out: IO[str]) -> None:
                   f"{item['incident']}\n    {item['detail']}\n")
     write_channels(data["channels"], out, _wording(now))
 
+
+
+def _hold_lines(item: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    held_by = item["held_by"]
+    if held_by is not None:
+        lines.append(held_by["text"] + ("" if item["alert_held"] else
+                                         "; its alert went out before"))
+    elif item["alert_held"]:
+        lines.append("alert held until now: the next run sends it")
+    acked = item["acknowledged"]
+    if acked is not None:
+        lines.append(f"acknowledged by {acked['by']} since {wording.utc(acked['at'])}"
+                     + (f": {acked['comment']}" if acked["comment"] else ""))
+    return lines
+
+
+def _write_silences(data: dict[str, Any], now: float, out: IO[str]) -> None:
+    found = data["silences"]
+    if found:
+        out.write(f"silences: {len(found)} (alarm_silence list shows the ended ones too)\n")
+    for item in found:
+        when = "until" if item["active"] else f"from {wording.utc(item['starts_at'])} until"
+        out.write(f"  {item['id']} {' '.join(item['matchers'])} {when} "
+                  f"{wording.utc(item['ends_at'])} by {item['author']}: {item['comment']}\n")
+    if data["windows_error"]:
+        out.write(f"maintenance windows: not read ({data['windows_error']})\n")
+    for window in data["windows"]:
+        out.write(f"  maintenance {'open' if window['open'] else 'closed'}: "
+                  f"{window['text']}\n")

@@ -18,6 +18,8 @@ MONITOR_COMMANDS: tuple[tuple[str, str], ...] = (
     ("evaluate_alarms", "evaluate the alarms and deliver them (its timer runs it)"),
     ("alarms_status", "open alarms, pending and dead-lettered messages, the last run"),
     ("redeliver_alarms", "queue a fixed channel's dead-lettered messages again"),
+    ("alarm_silence", "add MATCHER... (--for D | --until T) --comment TEXT; list; expire ID"),
+    ("alarm_ack", "acknowledge an open ALARM --comment TEXT (--undo takes it back)"),
     ("register_harvester", "add KEY to the harvester registry (--remote: how to build it)"),
     ("list_harvesters", "the harvester registry (--remote: the remote keys alone)"),
     ("remove_harvester", "take KEY off the harvester registry (its records stay)"),
