@@ -178,3 +178,17 @@ def test_a_key_with_several_open_alarms_is_ambiguous() -> None:
         find_alarm("pandaharvester01")
     assert find_alarm("host_disk_space:pandaharvester01:/data").incident == "a2"
 
+
+
+def test_its_matcher_kinds_and_facts_are_the_engines() -> None:
+    from clusterwatch.monitor.alarms import holds as engine
+    from clusterwatch.monitor.alarms import operations
+    from clusterwatch.monitor.alarms.rules import KeyFacts
+    from clusterwatch.monitor.record.host_record import parse_record
+
+    assert operations.MATCHER_KINDS == engine.KINDS == ("key", "host", "queue", "filesystem")
+    record = parse_record(ssl_failing(collected_at=T0))
+    for target in ("panda_unreachable:pandaharvester01", "reporter_stale:pandaharvester01",
+                   "host_disk_space:pandaharvester01:/data"):
+        assert operations.target_facts(target, record) == engine.alarm_facts(
+            target, KeyFacts(key="pandaharvester01", record=record))

@@ -23,7 +23,7 @@ TARGET = "host_disk_space:pandaharvester01:/data"
 
 @pytest.fixture(autouse=True)
 def no_channels(settings: Any, tmp_path: Any) -> None:
-    settings.ALARMS_CONFIG = tmp_path / "absent.toml"
+    settings.ALARMS_CONFIG = tmp_path / "alarms.toml"  # absent unless a test writes it
 
 
 @pytest.fixture
@@ -208,3 +208,22 @@ def test_the_forms_need_the_csrf_token(alarm: Alarm) -> None:
 
 def test_the_page_answers_put_with_405(alarm: Alarm) -> None:
     assert session("sam", staff=True).put("/alarms/").status_code == 405
+
+
+def test_an_open_maintenance_window_marks_the_row(alarm: Alarm, settings: Any) -> None:
+    settings.ALARMS_CONFIG.write_text(
+        '[[maintenance]]\ncomment = "disk swap week"\nmatchers = ["filesystem:/data"]\n'
+        'start = "2020-01-01T00:00:00Z"\nend = "2099-01-01T00:00:00Z"\n')
+    page = session("sam", staff=True).get("/alarms/").content.decode()
+    marked = row(page, f"alarm-{alarm.incident}")
+    assert "in maintenance</span> until 2099-01-01 00:00Z" in marked
+    assert "maintenance window &#x27;disk swap week&#x27;" in marked
+
+
+def test_a_broken_alarms_config_leaves_the_windows_unknown(alarm: Alarm, settings: Any) -> None:
+    settings.ALARMS_CONFIG.write_text("[[maintenance]]\ncomment = 3\n")
+    answer = session("sam", staff=True).get("/alarms/")
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    assert "The maintenance windows are unknown" in page and "needs a comment" in page
+    assert "Acknowledge</button>" in row(page, f"alarm-{alarm.incident}")

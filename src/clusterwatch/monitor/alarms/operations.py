@@ -17,7 +17,9 @@ from typing import Optional
 
 from django.db import transaction
 
-from clusterwatch.monitor.alarms.observation import PANDA, STALE, split_target
+from clusterwatch.monitor.alarms import holds as holds_rules
+from clusterwatch.monitor.alarms.observation import split_target
+from clusterwatch.monitor.alarms.rules import KeyFacts
 from clusterwatch.monitor.core.models import Alarm, AlarmSilence, LatestReport
 from clusterwatch.monitor.record.host_record import HostRecord, parse_record
 from clusterwatch.notify import silences
@@ -27,8 +29,7 @@ log = logging.getLogger(__name__)
 
 # What a monitor silence may match: the alarm's key, its host's name (the record's hostname),
 # the PanDA queues of a harvester alarm, and the filesystem of a disk alarm.
-MATCHER_KINDS = ("key", "host", "queue", "filesystem")
-QUEUE_CHECKS = (PANDA, STALE)  # the alarms that are about the harvester's queues
+MATCHER_KINDS = holds_rules.KINDS  # ("key", "host", "queue", "filesystem")
 MAX_ACK_COMMENT_CHARS = silences.MAX_COMMENT_CHARS
 _AUTHOR_CHARS = 150  # AlarmSilence.author and Alarm.acknowledged_by
 
@@ -50,28 +51,13 @@ def _shown(text: str) -> str:
 
 
 def target_facts(target: str, record: Optional[HostRecord]) -> dict[str, list[str]]:
-    """The facts of alarm `target` from its key's latest record (None: no record).
-
-    `key`; `host`, the record's hostname and its short name; `queue`, the harvester's
-    queues, for the alarms that are about its queues (PanDA unreachable, reporter stale);
-    `filesystem`, a disk alarm's mount. Every kind is present, empty when the alarm has no
-    value of it, so `key:X filesystem:/data` holds only X's disk alarm of /data. The rules
-    are the engine's (alarms.holds), so page and engine agree on what a silence holds.
+    """The facts of alarm `target` from its key's latest record (None: no record): the
+    engine's own (alarms.holds.alarm_facts), so page, commands and run agree on what a
+    silence holds. `key`; `host`, the record's hostname and its short name; `queue`, the
+    harvester's queues, for the alarms about its queues; `filesystem`, a disk alarm's mount.
     """
-    check, key, filesystem = split_target(target)
-    hosts: list[str] = []
-    queues: list[str] = []
-    if record is not None:
-        if record.hostname:
-            hosts.append(record.hostname)
-            short = record.hostname.split(".", 1)[0]
-            if short and short != record.hostname:
-                hosts.append(short)
-        if check in QUEUE_CHECKS:
-            queues = sorted(set(record.fetching.queues or {})
-                            | set(record.submission.queues or {}))
-    return {"key": [key], "host": hosts, "queue": queues,
-            "filesystem": [filesystem] if filesystem is not None else []}
+    _, key, _ = split_target(target)
+    return holds_rules.alarm_facts(target, KeyFacts(key=key, record=record))
 
 
 def latest_records(keys: Iterable[str]) -> dict[str, HostRecord]:
@@ -180,16 +166,19 @@ def expire_silence(silence_id: str, now: float, by: str) -> AlarmSilence:
     return row
 
 
-def holds(alarms: Iterable[Alarm], now: float) -> dict[int, silences.Hold]:
-    """Alarm id -> the silence that holds it now, for alarms some silence holds."""
+def holds(
+    alarms: Iterable[Alarm], now: float, windows: Sequence[silences.Window] = ()
+) -> dict[int, silences.Hold]:
+    """Alarm id -> the silence or open maintenance window that holds it now (the one that
+    ends last, as the run decides), for the alarms something holds."""
     alarms = list(alarms)
     active = active_silences(now)
-    if not active or not alarms:
+    if not (active or windows) or not alarms:
         return {}
     records = latest_records(alarm.key for alarm in alarms)
     found: dict[int, silences.Hold] = {}
     for alarm in alarms:
-        hold = silences.hold_for(alarm_facts(alarm, records), now, active)
+        hold = silences.hold_for(alarm_facts(alarm, records), now, active, windows)
         if hold is not None:
             found[alarm.pk] = hold
     return found

@@ -13,19 +13,23 @@ The rules are alarms.operations', which the commands call too.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Callable, Optional
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.alarms import operations
+from clusterwatch.monitor.alarms.config import load_config
 from clusterwatch.monitor.alarms.status import summary
 from clusterwatch.monitor.core.models import Alarm
 from clusterwatch.monitor.core.refusals import kept_private
 from clusterwatch.monitor.pages.alarms_page import Acknowledgement, Marks, alarms_context
-from clusterwatch.notify.silences import SilenceError, parse_duration, parse_time
+from clusterwatch.notify.silences import SilenceError, Window, parse_duration, parse_time
 
 FORM_FIELDS = ("matchers", "duration", "until", "comment")
 MAX_FIELD_CHARS = 2000  # a pasted wall of text is refused, not parsed
@@ -41,8 +45,16 @@ def _page(request: HttpRequest, status: int = 200, error: Optional[str] = None,
           form: Optional[dict[str, str]] = None) -> HttpResponse:
     now = time.time()
     data = summary(now)
+    # A broken alarms.toml is evaluate_alarms' error to raise; the page still shows the
+    # silences' holds, and says the windows' are unknown.
+    windows: tuple[Window, ...] = ()
+    windows_error: Optional[str] = None
+    try:
+        windows = load_config(Path(settings.ALARMS_CONFIG), settings.REPORT_INTERVAL_S).windows
+    except ConfigError as exc:
+        windows_error = str(exc)
     open_rows = list(Alarm.objects.filter(closed_at__isnull=True))
-    held = operations.holds(open_rows, now)
+    held = operations.holds(open_rows, now, windows)
     marks = {
         row.incident: Marks(
             held.get(row.pk),
@@ -52,7 +64,7 @@ def _page(request: HttpRequest, status: int = 200, error: Optional[str] = None,
     }
     found = operations.readable(operations.list_silences(now))
     context = alarms_context(data, now, marks, found, may_change_alarms(request.user))
-    context.update(error=error, form=form or {})
+    context.update(error=error, form=form or {}, windows_error=windows_error)
     return kept_private(render(request, "monitor/alarms.html", context, status=status))
 
 

@@ -45,9 +45,10 @@ def _marks(marks: Optional[Marks], now: float, now_dt: dt.datetime) -> dict[str,
     held = marks.held if marks is not None else None
     ack = marks.acknowledged if marks is not None else None
     return {
-        "held": held and {"by": held.by, "silence": held.by.removeprefix("silence "),
-                          "author": held.author, "comment": held.comment,
-                          "until": until_text(held.until, now)},
+        "held": held and {"by": held.by, "author": held.author, "comment": held.comment,
+                          "until": until_text(held.until, now),
+                          "silence": held.by.removeprefix("silence ")
+                          if held.by.startswith("silence ") else None},
         "ack": ack and {"by": ack.by, "since": _stamp(ack.at, now_dt), "comment": ack.comment},
     }
 
