@@ -178,6 +178,24 @@ def test_it_holds_alerts_in_an_open_window_and_releases_them_when_it_closes(
     assert alert.startswith("ALERT ") and not alarm().alert_held
 
 
+def test_it_holds_alerts_in_a_weekly_window_and_releases_them_after_it(
+        tmp_path: Path, slack: HttpRecorder) -> None:
+    # This week's occurrence opened 32 minutes ago (UTC) and closed two minutes ago; the
+    # first run is inside it, the second after it. (Records are not put in the future.)
+    began = time.gmtime(NOW - 1920)
+    weekly = ("[[maintenance]]\ncomment = \"weekly reboots\"\nmatchers = [\"queue:BNL_*\"]\n"
+              f"day = \"{('mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun')[began.tm_wday]}\"\n"
+              f"time = \"{began.tm_hour:02d}:{began.tm_min:02d}\"\nduration = \"30m\"\n")
+    config = toml(tmp_path, slack, weekly)
+    put(KEY, ssl_failing(collected_at=NOW - 1800))
+    run(config, NOW - 1790)
+    assert slack.requests == [] and alarm().alert_held
+    put(KEY, ssl_failing(collected_at=NOW))
+    run(config, NOW + 10)
+    (alert,) = texts(slack)
+    assert alert.startswith(f"ALERT panda_unreachable {KEY}")
+
+
 def test_it_alerts_at_once_outside_a_window(tmp_path: Path, slack: HttpRecorder) -> None:
     config = toml(tmp_path, slack, window(NOW - 7200, NOW - 3600)
                   + window(NOW + 3600, NOW + 7200).replace("harvester upgrade", "next"))

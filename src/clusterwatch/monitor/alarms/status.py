@@ -87,6 +87,7 @@ def write_text(data: dict[str, Any], now: float, out: IO[str]) -> None:
     if run:
         out.write(f"last run: {wording.utc_age(run['t'], now)}: {run.get('keys', 0)} keys, "
                   f"{run.get('raised', 0)} raised, {run.get('recovered', 0)} recovered, "
+                  f"{_held_words(run)}"
                   f"channels: {', '.join(run.get('channels') or []) or 'none'}\n")
     else:
         out.write("last run: never\n")
@@ -141,3 +142,9 @@ def _write_silences(data: dict[str, Any], now: float, out: IO[str]) -> None:
     for window in data["windows"]:
         out.write(f"  maintenance {'open' if window['open'] else 'closed'}: "
                   f"{window['text']}\n")
+
+
+def _held_words(run: dict[str, Any]) -> str:
+    """`1 held, 2 released, ` when the run held or released alerts; nothing otherwise."""
+    words = [f"{run[name]} {name}" for name in ("held", "released") if run.get(name)]
+    return "".join(f"{word}, " for word in words)
