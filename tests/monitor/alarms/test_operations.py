@@ -7,6 +7,7 @@ from typing import Optional
 
 import pytest
 
+from clusterwatch.monitor.alarms import operations
 from clusterwatch.monitor.alarms.operations import (
     acknowledge,
     add_silence,
@@ -182,7 +183,6 @@ def test_a_key_with_several_open_alarms_is_ambiguous() -> None:
 
 def test_its_matcher_kinds_and_facts_are_the_engines() -> None:
     from clusterwatch.monitor.alarms import holds as engine
-    from clusterwatch.monitor.alarms import operations
     from clusterwatch.monitor.alarms.rules import KeyFacts
     from clusterwatch.monitor.record.host_record import parse_record
 
@@ -192,3 +192,39 @@ def test_its_matcher_kinds_and_facts_are_the_engines() -> None:
                    "host_disk_space:pandaharvester01:/data"):
         assert operations.target_facts(target, record) == engine.alarm_facts(
             target, KeyFacts(key="pandaharvester01", record=record))
+
+
+def test_of_two_acknowledging_at_once_one_wins_and_the_other_is_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = alarm("reporter_stale:pandaharvester01", "race1")
+    real = operations.find_alarm
+
+    def found_then_eve_acknowledges(name: str) -> Alarm:
+        row = real(name)  # dora read it unacknowledged; eve's acknowledgement lands now
+        Alarm.objects.filter(pk=row.pk).update(acknowledged_by="eve", acknowledged_at=utc(NOW),
+                                               ack_comment="mine")
+        return row
+
+    monkeypatch.setattr(operations, "find_alarm", found_then_eve_acknowledges)
+    with pytest.raises(ValueError, match="already acknowledged by eve"):
+        acknowledge("race1", author="dora", comment="on it", now=NOW)
+    stored = Alarm.objects.get(pk=made.pk)
+    assert (stored.acknowledged_by, stored.ack_comment) == ("eve", "mine")
+
+
+def test_an_alarm_that_closes_while_acknowledged_is_not_acknowledged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = alarm("reporter_stale:pandaharvester01", "race2")
+    real = operations.find_alarm
+
+    def found_then_recovered(name: str) -> Alarm:
+        row = real(name)
+        Alarm.objects.filter(pk=row.pk).update(closed_at=utc(NOW))  # the run recovers it
+        return row
+
+    monkeypatch.setattr(operations, "find_alarm", found_then_recovered)
+    with pytest.raises(ValueError, match="is closed"):
+        acknowledge("race2", author="dora", comment="", now=NOW)
+    assert Alarm.objects.get(pk=made.pk).acknowledged_at is None

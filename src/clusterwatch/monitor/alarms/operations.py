@@ -13,9 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Optional
+from typing import Any, Optional
 
-from django.db import transaction
+from django.db.models import Q
 
 from clusterwatch.monitor.alarms import holds as holds_rules
 from clusterwatch.monitor.alarms.observation import split_target
@@ -152,17 +152,20 @@ def active_silences(now: float) -> list[Silence]:
 
 
 def expire_silence(silence_id: str, now: float, by: str) -> AlarmSilence:
-    """End a silence now; LookupError if there is none, SilenceError if it has ended."""
-    with transaction.atomic():
-        row: Optional[AlarmSilence] = (
-            AlarmSilence.objects.select_for_update().filter(id=silence_id.strip()).first())
-        if row is None:
+    """End a silence now; LookupError if there is none, SilenceError if it has ended.
+
+    One conditional UPDATE: of two staff expiring it at once, one expires it and the other
+    is told it has ended, on SQLite (where a read-then-write transaction that lost the race
+    would fail as "database is locked") as on PostgreSQL."""
+    when = _utc(now)
+    ident = silence_id.strip()
+    running = Q(ends_at__gt=when) & (Q(expired_at__isnull=True) | Q(expired_at__gt=when))
+    if not AlarmSilence.objects.filter(running, id=ident).update(expired_at=when):
+        if not AlarmSilence.objects.filter(id=ident).exists():
             raise LookupError(f"no silence {_shown(silence_id)}")
-        if _ended_at(row) <= _utc(now):
-            raise SilenceError(f"silence {row.id} has already ended")
-        row.expired_at = _utc(now)
-        row.save(update_fields=["expired_at"])
-    log.info("silence %s expired by %s", row.id, _one_line(by) or "unknown")
+        raise SilenceError(f"silence {ident} has already ended")
+    log.info("silence %s expired by %s", ident, _one_line(by) or "unknown")
+    row: AlarmSilence = AlarmSilence.objects.get(id=ident)
     return row
 
 
@@ -206,12 +209,23 @@ def find_alarm(name: str) -> Alarm:
     return found
 
 
-def _open_locked(name: str) -> Alarm:
-    alarm: Alarm = Alarm.objects.select_for_update().get(pk=find_alarm(name).pk)
-    if alarm.closed_at is not None:
-        raise ValueError(f"alarm {alarm.target} (incident {alarm.incident}) is closed: only "
-                         "an open alarm can be acknowledged")
-    return alarm
+def _change_open(name: str, acknowledged: bool, **fields: Any) -> Alarm:
+    """Set `fields` on the open alarm `name` if its acknowledgement is as `acknowledged`
+    says; one conditional UPDATE, so of two staff at once one wins and the other is told
+    why not (closed, or acknowledged by the winner), on SQLite as on PostgreSQL."""
+    found = find_alarm(name)
+    if Alarm.objects.filter(pk=found.pk, closed_at__isnull=True,
+                            acknowledged_at__isnull=not acknowledged).update(**fields):
+        done: Alarm = Alarm.objects.get(pk=found.pk)
+        return done
+    now_row: Alarm = Alarm.objects.get(pk=found.pk)
+    if now_row.closed_at is not None:
+        raise ValueError(f"alarm {now_row.target} (incident {now_row.incident}) is closed: "
+                         "only an open alarm can be acknowledged")
+    if now_row.acknowledged_at is not None:
+        raise ValueError(f"alarm {now_row.target} is already acknowledged by "
+                         f"{now_row.acknowledged_by}")
+    raise ValueError(f"alarm {now_row.target} is not acknowledged")
 
 
 def acknowledge(alarm_key_or_id: str, *, author: str, comment: str, now: float) -> Alarm:
@@ -221,14 +235,8 @@ def acknowledge(alarm_key_or_id: str, *, author: str, comment: str, now: float) 
     if len(comment) > MAX_ACK_COMMENT_CHARS:
         raise ValueError(f"the comment is longer than {MAX_ACK_COMMENT_CHARS} characters")
     author = _one_line(author)[:_AUTHOR_CHARS] or "unknown"
-    with transaction.atomic():
-        alarm = _open_locked(alarm_key_or_id)
-        if alarm.acknowledged_at is not None:
-            raise ValueError(f"alarm {alarm.target} is already acknowledged by "
-                             f"{alarm.acknowledged_by}")
-        alarm.acknowledged_by, alarm.acknowledged_at = author, _utc(now)
-        alarm.ack_comment = comment
-        alarm.save(update_fields=["acknowledged_by", "acknowledged_at", "ack_comment"])
+    alarm = _change_open(alarm_key_or_id, False, acknowledged_by=author,
+                         acknowledged_at=_utc(now), ack_comment=comment)
     log.info("alarm %s (incident %s) acknowledged by %s", alarm.target, alarm.incident, author)
     return alarm
 
@@ -236,12 +244,8 @@ def acknowledge(alarm_key_or_id: str, *, author: str, comment: str, now: float) 
 def unacknowledge(alarm_key_or_id: str, *, by: str, now: float) -> Alarm:
     """Take an acknowledgement back while the alarm is open (someone else should look);
     ValueError if it is closed or not acknowledged."""
-    with transaction.atomic():
-        alarm = _open_locked(alarm_key_or_id)
-        if alarm.acknowledged_at is None:
-            raise ValueError(f"alarm {alarm.target} is not acknowledged")
-        alarm.acknowledged_by, alarm.acknowledged_at, alarm.ack_comment = "", None, ""
-        alarm.save(update_fields=["acknowledged_by", "acknowledged_at", "ack_comment"])
+    alarm = _change_open(alarm_key_or_id, True, acknowledged_by="", acknowledged_at=None,
+                         ack_comment="")
     log.info("alarm %s (incident %s) acknowledgement withdrawn by %s at %s", alarm.target,
              alarm.incident, _one_line(by) or "unknown", silences.utc(now))
     return alarm
