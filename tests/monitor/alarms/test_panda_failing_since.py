@@ -31,9 +31,10 @@ from clusterwatch.monitor.alarms.transitions import Change
 from clusterwatch.monitor.record.host_record import parse_record
 from clusterwatch.reporter import record as reporter_record
 from clusterwatch.reporter.harvester_log import STREAK_FIELDS
-from tests.monitor.alarms.support import T0, fetch_queue, make_record, put, utc
+from tests.monitor.alarms.support import T0, fetch_queue, make_record, put, ssl_failing, utc
 
 KEY = "pandaharvester01"
+Q = "BNL_PanDA_1"
 PANDA_SERVER = "pandaserver01.sdcc.bnl.gov"
 SCHEMA = jsonschema.Draft202012Validator(reporter_record.load_schema())
 
@@ -82,8 +83,9 @@ def test_it_raises_on_the_first_record_whose_queues_are_all_failing() -> None:
     assert seen.state is AlarmState.FIRING
     assert seen.status == "SSLError"
     assert seen.detail.startswith(
-        "pandaharvester01: fetching failing since 2026-10-02 18:25:05Z on all 2 of its queues, "
-        "last with SSLError (3 failed attempts since: SSLError 3) — last error: "
+        "pandaharvester01: the latest fetches of all 2 queues failed with SSLError (3 of 7 in "
+        "the interval), failing since 2026-10-02 18:25:05Z (3 failed attempts since: "
+        "SSLError 3) — last error: "
         "2026-10-02 18:24:05,412 panda.log.communicator: ERROR get_jobs <siteName=BNL_PanDA_1> "
         "failed to POST with <class 'requests.exceptions.SSLError'>")
     assert "CERTIFICATE_VERIFY_FAILED" in seen.detail and len(seen.detail) <= DETAIL_CHARS
@@ -101,8 +103,36 @@ def test_it_dates_a_streak_that_began_in_an_earlier_interval_from_its_first_fail
     seen = observe(record)
     assert seen.state is AlarmState.FIRING and seen.evidence_at == T0 - 330
     assert seen.detail.startswith(
-        "pandaharvester01: fetching failing since 2026-10-02 18:21:35Z on its queue "
-        "BNL_PanDA_1, last with SSLError (8 failed attempts since: SSLError 7, ReadTimeout 1)")
+        "pandaharvester01: every fetch failed with SSLError (5 of 5), failing since "
+        "2026-10-02 18:21:35Z (8 failed attempts since: SSLError 7, ReadTimeout 1) — ")
+
+
+def test_an_interval_whose_fetches_all_failed_keeps_the_older_words_and_adds_since() -> None:
+    record = ssl_failing()
+    for queue in record["fetching"]["queues"].values():
+        queue.update(last_ok_at=None, failing_since=utc(T0 - 290),
+                     failing_errors=dict(queue["errors"]))
+    seen = observe(record)
+    assert seen.state is AlarmState.FIRING and seen.evidence_at == T0 - 290
+    assert seen.detail.startswith(
+        "pandaharvester01: every fetch failed with SSLError (6 of 6), failing since "
+        "2026-10-02 18:22:15Z (6 failed attempts since: SSLError 6) — last error: "
+        "2026-10-02 18:24:05,412 panda.log.communicator: ERROR get_jobs")
+
+
+def test_latest_failures_of_one_class_after_others_name_the_latest() -> None:
+    queue = fetch_queue(3, {"ReadTimeout": 1, "SSLError": 2}, T0 - 10)
+    queue["last"].update(outcome="failed: SSLError", error_class="SSLError")
+    record = make_record(queues={Q: streak(queue, T0 - 400, T0 - 200,
+                                           {"ReadTimeout": 1, "SSLError": 2})},
+                         communicator_line=None)
+    seen = observe(record)
+    assert seen.state is AlarmState.FIRING and seen.status == "SSLError"
+    assert seen.detail == (
+        "pandaharvester01: the latest fetches of BNL_PanDA_1 failed with SSLError (3 of 3 in "
+        "the interval), failing since 2026-10-02 18:23:45Z (3 failed attempts since: "
+        "SSLError 2, ReadTimeout 1) — last error: 2026-10-02T18:26:55Z BNL_PanDA_1: "
+        "failed: SSLError")
 
 
 def test_a_queue_whose_latest_fetch_worked_clears_it() -> None:
@@ -270,6 +300,7 @@ def test_the_2026_10_02_incident_is_raised_one_interval_sooner(
     assert after <= INTERVAL_S + ALARM_EVERY_S
     assert said_before.startswith("harvester18: every fetch failed with SSLError")
     assert said_after.startswith(
-        f"harvester19: fetching failing since {utc(seen.first_failure)[:-1].replace('T', ' ')}Z "
-        "on all 2 of its queues, last with SSLError")
+        "harvester19: the latest fetches of all 2 queues failed with SSLError (")
+    assert f"in the interval), failing since {utc(seen.first_failure).replace('T', ' ')} (" \
+        in said_after
     assert "CERTIFICATE_VERIFY_FAILED" in said_after

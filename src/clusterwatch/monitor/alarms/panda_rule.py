@@ -109,13 +109,25 @@ def _observe_streaks(key: str, record: HostRecord, queues: Mapping[str, FetchQue
     failures = sum(streak.values())
     by_class = ", ".join(f"{name} {count}" for name, count in
                          sorted(streak.items(), key=lambda pair: (-pair[1], pair[0])))
-    where = (f"its queue {next(iter(queues))}" if len(queues) == 1
-             else f"all {len(queues)} of its queues")
-    detail = (f"{key}: fetching failing since {began} on {where}, last with {error_class} "
+    detail = (f"{key}: {_what_failed(queues, error_class)}, failing since {began} "
               f"({failures} failed attempt{'' if failures == 1 else 's'} since: {by_class}) — "
               f"last error: {_error_line(record, queues, error_class)}")
     return Observation(AlarmState.FIRING, error_class, wording.one_line(detail, DETAIL_CHARS),
                        min(first, evidence_at))
+
+
+def _what_failed(queues: Mapping[str, FetchQueue], error_class: str) -> str:
+    """`every fetch failed with SSLError (6 of 6)` when the interval's fetches all failed
+    with it (the older rule's words), else what its latest ones say."""
+    attempts = sum(_count(queue.attempts) for queue in queues.values())
+    failed = sum(_count(queue.failed) for queue in queues.values())
+    classes = {name for queue in queues.values() for name, count in queue.errors if count > 0}
+    if failed == attempts and classes == {error_class}:
+        return f"every fetch failed with {error_class} ({failed} of {attempts})"
+    where = (f"of {next(iter(queues))}" if len(queues) == 1
+             else f"of all {len(queues)} queues")
+    return (f"the latest fetches {where} failed with {error_class} ({failed} of {attempts} "
+            "in the interval)")
 
 
 def _succeeding(key: str, queues: Mapping[str, FetchQueue], evidence_at: float) -> Observation:
