@@ -7,6 +7,7 @@ loopback condor_status, Prometheus and Slack, with the real state file in betwee
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
@@ -15,6 +16,7 @@ from clusterwatch.errors import ConfigError
 from clusterwatch.notify.incident import Action
 from clusterwatch.notify.silences import Silence, new_silence, parse_matcher
 from clusterwatch.watch import state
+from clusterwatch.watch.config import load_config
 from clusterwatch.watch.decisions import Decision, Incident, Observation, TargetRecord
 from clusterwatch.watch.holds import (
     MATCHER_KINDS,
@@ -269,3 +271,19 @@ def test_a_bad_window_is_a_configuration_error(pool: Pool, table: str, message: 
     pool.write_toml("[[maintenance]]\n" + table)
     with pytest.raises(ConfigError, match=message):
         pool.config()
+
+
+def test_the_example_maintenance_tables_load_once_uncommented(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "watch" / "watch.toml"
+    lines = example.read_text().splitlines()
+    first = lines.index("# [[maintenance]]")
+    last = lines.index("# Channels. Without any [[channels]] table, a slack_webhook file "
+                       "beside this one enables")
+    tables = [line[2:] for line in lines[first:last]
+              if line.startswith("# ") and not line.startswith("# A ")]
+    (tmp_path / "watch.toml").write_text("\n".join(tables) + "\n")
+    windows = load_config(tmp_path, tmp_path / "state").windows
+    assert [w.describe() for w in windows] == [
+        "PDU swap in rack 12 (node:wn12* gpu:10.1.12.*:9100): 2026-12-10 07:00Z to "
+        "2026-12-10 10:00Z",
+        "Tuesday kernel reboots (node:wn2*): weekly, tue 06:00 Europe/Zurich for 2h"]
