@@ -227,3 +227,16 @@ def test_a_broken_alarms_config_leaves_the_windows_unknown(alarm: Alarm, setting
     page = answer.content.decode()
     assert "The maintenance windows are unknown" in page and "needs a comment" in page
     assert "Acknowledge</button>" in row(page, f"alarm-{alarm.incident}")
+
+
+def test_what_staff_type_is_shown_escaped(alarm: Alarm) -> None:
+    sam = session("sam", staff=True)
+    assert post(sam, action="silence", matchers="key:<script>x</script>", duration="1h",
+                comment='"><script>alert(1)</script>').status_code == 303
+    page = sam.get("/alarms/").content.decode()
+    assert "<script" not in page
+    assert "key:&lt;script&gt;x&lt;/script&gt;" in page
+    assert "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    answer = post(sam, action="silence", matchers='"><b>bold', duration="1h", comment="x")
+    assert answer.status_code == 400 and b"<b>" not in answer.content
+    assert b'value="&quot;&gt;&lt;b&gt;bold"' in answer.content
