@@ -225,6 +225,19 @@ def test_expiring_an_unknown_id_is_a_usage_error_and_expiring_twice_is_not(pool:
     assert silence(pool).returncode == EXIT_USAGE  # no action
 
 
+def test_a_silence_that_matches_no_expected_target_is_stored_with_a_warning(
+    pool: Pool,
+) -> None:
+    typo = silence(pool, "add", "node:worker1", "--for", "1h", "--comment", "typo")
+    assert typo.returncode == 0 and len(typo.stdout.splitlines()) == 2
+    assert "matches none of the 4 expected targets" in typo.stderr
+    right = silence(pool, "add", "node:worker1*", "--for", "1h", "--comment", "right")
+    assert right.returncode == 0 and right.stderr == ""
+    stored = state.load(pool.state_dir, repair=False).silences
+    assert [s.id for s in stored] == [typo.stdout.splitlines()[-1],
+                                      right.stdout.splitlines()[-1]]
+
+
 def test_a_bad_maintenance_table_exits_78_in_one_line(pool: Pool) -> None:
     pool.write_toml('[[maintenance]]\ncomment = "x"\nmatchers = ["node:a"]\nday = "fri"\n'
                     'time = "25:00"\nduration = "1h"\n')

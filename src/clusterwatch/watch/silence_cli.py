@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import getpass
 import json
+import logging
 import time
 from collections.abc import Sequence
 from typing import IO, Any, Optional
 
-from clusterwatch.errors import UsageError
+from clusterwatch.errors import ConfigError, UsageError
 from clusterwatch.notify.silences import (
     Matcher,
     Silence,
     SilenceError,
+    matches,
     new_silence,
     parse_duration,
     parse_matcher,
@@ -27,7 +29,16 @@ from clusterwatch.notify.silences import (
 )
 from clusterwatch.watch import state
 from clusterwatch.watch.config import WatchConfig
-from clusterwatch.watch.holds import MATCHER_KINDS
+from clusterwatch.watch.holds import MATCHER_KINDS, target_facts
+from clusterwatch.watch.inventory import (
+    GPU_PREFIX,
+    GPUS_FILE,
+    NODE_PREFIX,
+    NODES_FILE,
+    read_inventory,
+)
+
+log = logging.getLogger(__name__)
 
 
 def parse_request(
@@ -71,7 +82,26 @@ def add(config: WatchConfig, matchers: Sequence[str], duration: Optional[str],
         watch_state.silences = [*prune(watch_state.silences, now), silence]
         state.save(config.state_dir, watch_state)
     out.write(f"silenced {describe(silence)}\n{silence.id}\n")
+    covered = covered_targets(config, silence)
+    if covered is not None and covered[0] == 0:
+        # Stored all the same (the target may be added later), but a typo is likelier.
+        log.warning("silence %s matches none of the %d expected targets (patterns match "
+                    "whole names: node:wn1* but not node:wn1 for wn1.example.org)",
+                    silence.id, covered[1])
     return watch_state.damage is None
+
+
+def covered_targets(config: WatchConfig, silence: Silence) -> Optional[tuple[int, int]]:
+    """(expected targets the silence covers, expected targets); None: no inventories."""
+    try:
+        nodes = read_inventory(config.config_dir / NODES_FILE)
+        gpus = read_inventory(config.config_dir / GPUS_FILE)
+    except ConfigError:
+        return None
+    names = frozenset(nodes)
+    targets = [NODE_PREFIX + node for node in nodes] + [GPU_PREFIX + gpu for gpu in gpus]
+    return sum(matches(silence.matchers, target_facts(target, names))
+               for target in targets), len(targets)
 
 
 def expire(config: WatchConfig, ident: str, out: IO[str]) -> bool:
