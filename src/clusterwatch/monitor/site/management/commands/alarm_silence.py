@@ -18,7 +18,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clusterwatch.monitor.alarms import operations
 from clusterwatch.monitor.core.models import AlarmSilence
-from clusterwatch.monitor.site.management.commands._usage import UsageParser, login_name, one_line_usage
+from clusterwatch.monitor.site.management.commands._usage import (
+    UsageParser,
+    login_name,
+    one_line_usage,
+)
 from clusterwatch.notify import silences
 from clusterwatch.notify.silences import SilenceError
 
