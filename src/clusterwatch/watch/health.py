@@ -42,15 +42,23 @@ def render(watch_state: WatchState) -> str:
            ('{source="prometheus"}', 0.0 if poll.get("gpu_error") else 1.0)])
     targets = {"node": 0, "gpu": 0}
     incidents = {"node": 0, "gpu": 0}
+    held = {"node": 0, "gpu": 0}
     for target, record in watch_state.records.items():
         check = target.partition(":")[0]
         targets[check] = targets.get(check, 0) + 1
         if record.incident is not None:
             incidents[check] = incidents.get(check, 0) + 1
+            if record.incident.held:
+                held[check] = held.get(check, 0) + 1
     gauge("clusterwatch_watch_targets", "Expected targets per check.",
           [(f'{{check="{c}"}}', float(n)) for c, n in sorted(targets.items())])
     gauge("clusterwatch_watch_open_incidents", "Open incidents per check.",
           [(f'{{check="{c}"}}', float(n)) for c, n in sorted(incidents.items())])
+    gauge("clusterwatch_watch_held_incidents",
+          "Open incidents whose alert a silence or maintenance window holds back.",
+          [(f'{{check="{c}"}}', float(n)) for c, n in sorted(held.items())])
+    gauge("clusterwatch_watch_active_silences", "Silences in force at the last poll.",
+          [("", float(sum(s.active(float(poll.get("t", 0))) for s in watch_state.silences)))])
     outbox = watch_state.outbox
     channels = sorted(outbox.channels.items())
     gauge("clusterwatch_watch_pending_messages", "Events queued for a channel, not yet sent.",

@@ -1,0 +1,72 @@
+"""`watch status` and the health file show what is held, by what, until when."""
+
+from __future__ import annotations
+
+import io
+
+from clusterwatch.notify.silences import new_silence, parse_matcher, parse_windows
+from clusterwatch.watch import health, status
+from clusterwatch.watch.decisions import Incident, TargetRecord
+from clusterwatch.watch.holds import MATCHER_KINDS
+from clusterwatch.watch.state import WatchState
+
+from .support import T0
+
+W1, W2 = "node:worker1.example.org", "node:worker2.example.org"
+GPU = "gpu:worker2.example.org:9100"
+
+
+def _state() -> WatchState:
+    silence = new_silence((parse_matcher("node:worker2*", MATCHER_KINDS),), T0, T0 + 3600,
+                          "kernel update", "alice", T0)
+    return WatchState(records={
+        W1: TargetRecord(T0, incident=Incident("aaaa", T0, "missing")),
+        W2: TargetRecord(T0, incident=Incident("bbbb", T0, "missing", held=True)),
+        GPU: TargetRecord(T0, incident=Incident("cccc", T0, "stale", held=True)),
+    }, silences=[silence], last_poll={"t": T0 + 60})
+
+
+WINDOWS = parse_windows([{"comment": "rack 12", "matchers": ["gpu:*:9100"],
+                          "start": "2026-10-02T13:00:00Z", "end": "2026-10-02T18:00:00Z"}],
+                        MATCHER_KINDS)
+
+
+def test_status_marks_held_incidents_with_their_hold_and_lists_silences_and_windows() -> None:
+    watch_state = _state()
+    data = status.summary(watch_state, T0 + 60, WINDOWS)
+    rows = {item["target"]: item for item in data["open_incidents"]}
+    assert rows[W1]["held"] is False and "held_by" not in rows[W1]
+    silence_id = watch_state.silences[0].id
+    assert (rows[W2]["held_by"], rows[W2]["held_until"]) == (f"silence {silence_id}",
+                                                             T0 + 3600)
+    # The node silence and the window both cover the GPU file: the one that ends last says.
+    assert rows[GPU]["held_by"] == "maintenance window 'rack 12'"
+    assert [row["id"] for row in data["silences"]] == [silence_id]
+    assert [window["comment"] for window in data["maintenance"]] == ["rack 12"]
+
+
+def test_a_held_incident_whose_hold_has_ended_is_said_to_go_out_at_the_next_poll() -> None:
+    data = status.summary(_state(), T0 + 7200)
+    rows = {item["target"]: item for item in data["open_incidents"]}
+    assert rows[W2]["held"] is True and rows[W2]["held_by"] is None
+    assert data["silences"] == [] and data["maintenance"] == []
+
+
+def test_the_text_names_who_holds_what_until_when(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(status.time, "time", lambda: T0 + 60)
+    out = io.StringIO()
+    status.print_status(_state(), out, windows=WINDOWS)
+    text = out.getvalue()
+    assert (f"{W2} (missing) since 2026-10-02 14:00:00Z incident bbbb HELD, silenced by "
+            "alice until 2026-10-02 15:00Z") in text
+    assert f"{W1} (missing) since 2026-10-02 14:00:00Z incident aaaa\n" in text
+    assert "active silences: 1\n" in text and "maintenance windows open: 1\n" in text
+    assert "rack 12 (gpu:*:9100): 2026-10-02 13:00Z to 2026-10-02 18:00Z" in text
+
+
+def test_the_health_file_counts_held_incidents_and_active_silences() -> None:
+    text = health.render(_state())
+    assert 'clusterwatch_watch_held_incidents{check="node"} 1.0' in text
+    assert 'clusterwatch_watch_held_incidents{check="gpu"} 1.0' in text
+    assert 'clusterwatch_watch_open_incidents{check="node"} 2.0' in text
+    assert "clusterwatch_watch_active_silences 1.0" in text
