@@ -16,7 +16,7 @@ MONITOR_COMMANDS: tuple[tuple[str, str], ...] = (
     ("revoke_host_token", "revoke a host token by PREFIX (or the whole token on stdin)"),
     ("prune_reports", "delete records past retention; each key's latest stays"),
     ("evaluate_alarms", "evaluate the alarms and deliver them (its timer runs it)"),
-    ("alarms_status", "open alarms, pending and dead-lettered messages, the last run"),
+    ("alarms_status", "open alarms (silenced? acknowledged?), queues, dead letters, last run"),
     ("redeliver_alarms", "queue a fixed channel's dead-lettered messages again"),
     ("alarm_silence", "add MATCHER... (--for D | --until T) --comment TEXT; list; expire ID"),
     ("alarm_ack", "acknowledge an open ALARM --comment TEXT (--undo takes it back)"),
