@@ -53,6 +53,10 @@ class Fetching:
     jobs_got: Optional[int]
     last: Optional[LastFetch]
     last_got_jobs: Optional[Stamp]
+    # Telemetry 1.9: the first failure after the last success, while the latest attempt
+    # failed (the streak may have begun in an earlier interval); None for older records.
+    failing_since: Optional[Stamp] = None
+    failing_errors: tuple[tuple[str, int], ...] = ()
 
     @property
     def all_failed(self) -> bool:
@@ -119,6 +123,8 @@ def fetching(record: HostRecord, queue: str, now: dt.datetime) -> Fetching:
             error_class=last.error_class,
         ),
         last_got_jobs=stamp(entry.last_got_jobs_at, now),
+        failing_since=stamp(entry.failing_since, now),
+        failing_errors=entry.failing_errors,
     )
 
 

@@ -50,12 +50,19 @@ def fetch_last_rows(fetch: Fetching) -> SafeString:
                    f"{esc(last.error_class)}</span></td></tr>" if last.error_class else "")
     label = (f' <span class="muted">(prodSourceLabel={esc(last.label)})</span>'
              if last.label else "")
-    return safe("\n  ".join((
-        th_row("Last fetch", when(last.at)),
-        th_row("Outcome", outcome),
-        error_class,
+    failing = ""
+    if fetch.failing_since is not None:  # a 1.9 record whose latest attempts failed
+        since = ", ".join(f'<span class="error-class">{esc(name)}</span> {esc(n)}'
+                          for name, n in fetch.failing_errors)
+        failing = th_row("Failing since", f'<span class="bad-text">'
+                         f"{when(fetch.failing_since)}</span>" + (f" ({since})" if since else ""))
+    rows = [th_row("Last fetch", when(last.at)), th_row("Outcome", outcome), error_class]
+    if failing:  # older records' rows stay as they were, byte for byte
+        rows.append(failing)
+    rows.extend((
         th_row("Asked / got", f"{esc(or_dash(last.asked))} / {esc(or_dash(last.got))}{label}"),
-        th_row("Last time jobs arrived", when(fetch.last_got_jobs)))))
+        th_row("Last time jobs arrived", when(fetch.last_got_jobs))))
+    return safe("\n  ".join(rows))
 
 
 def fetch_interval_rows(fetch: Fetching) -> SafeString:
