@@ -135,6 +135,23 @@ def test_latest_failures_of_one_class_after_others_name_the_latest() -> None:
         "failed: SSLError")
 
 
+def test_one_failure_after_fetches_that_worked_says_nothing_yet() -> None:
+    queue = fetch_queue(5, {"ReadTimeout": 1}, T0 - 10)
+    queue["last"].update(got=0, outcome="failed: ReadTimeout", error_class="ReadTimeout")
+    seen = observe(make_record(queues={Q: streak(queue, T0 - 70, T0 - 10, {"ReadTimeout": 1})}))
+    assert seen.state is AlarmState.UNKNOWN
+    assert seen.detail == ("pandaharvester01: the latest fetch failed with ReadTimeout "
+                           "(2026-10-02 18:26:55Z) after fetches that worked: one failure says "
+                           "nothing yet")
+    # The interval's one fetch failing fires, as the older rule always did.
+    only = streak(fetch_queue(1, {"SSLError": 1}, T0 - 10), T0 - 400, T0 - 10, {"SSLError": 1})
+    assert observe(make_record(queues={Q: only})).state is AlarmState.FIRING
+    # Two queues each failing once after working: two failures, the harvester's.
+    two = {name: streak(queue, T0 - 70, T0 - 10, {"ReadTimeout": 1})
+           for name in ("A", "B")}
+    assert observe(make_record(queues=two)).state is AlarmState.FIRING
+
+
 def test_a_queue_whose_latest_fetch_worked_clears_it() -> None:
     ok = streak(fetch_queue(3, {"SSLError": 1}, T0 - 10), T0 - 10, None)
     failing = fetch_queue(2, {"SSLError": 2}, T0 - 40)

@@ -11,7 +11,8 @@ Two readings of one rule, one harvester (all its queues) each:
 - A record of telemetry 1.9 or later says each queue's streak: `failing_since`, the first
   failure after its last success, set while its latest attempt failed, even when that
   failure was logged in an earlier interval. It fires on the first record whose queues are
-  all failing, their latest attempts with one error class: a failure that starts
+  all failing, their latest attempts with one error class, with at least two failures in
+  their streaks (or every fetch of the interval failed): a failure that starts
   mid-interval is raised on that interval's record ("failing since" that time), not on the
   next one's, whose fetches would all have failed.
 - An older reporter's record (no streak) fires when every fetch of its interval failed
@@ -36,6 +37,9 @@ from clusterwatch.monitor.record.logs import FetchQueue
 from clusterwatch.monitor.record.times import utc_text
 
 TRACEBACK = "Traceback (most recent call last):"
+# A streak fires with this many failed attempts (its queues' together), or when every fetch
+# of the interval failed (the older rule): a single transient failure is no outage.
+MIN_STREAK_FAILURES = 2
 
 
 def observe_fetching(key: str, record: HostRecord, evidence_at: float) -> Observation:
@@ -107,6 +111,13 @@ def _observe_streaks(key: str, record: HostRecord, queues: Mapping[str, FetchQue
                            f"with one error class ({kinds})", evidence_at)
     (error_class,) = latest
     failures = sum(streak.values())
+    attempts = sum(_count(queue.attempts) for queue in queues.values())
+    if failures < MIN_STREAK_FAILURES and sum(_count(q.failed) for q in queues.values()) < attempts:
+        # One transient failure after fetches that worked is no outage yet; an interval
+        # whose one fetch failed fires as it always did.
+        return Observation(AlarmState.UNKNOWN, "failing",
+                           f"{key}: the latest fetch failed with {error_class} ({began}) after "
+                           "fetches that worked: one failure says nothing yet", evidence_at)
     by_class = ", ".join(f"{name} {count}" for name, count in
                          sorted(streak.items(), key=lambda pair: (-pair[1], pair[0])))
     detail = (f"{key}: {_what_failed(queues, error_class)}, failing since {began} "
