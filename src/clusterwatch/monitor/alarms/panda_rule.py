@@ -2,9 +2,9 @@
 
 That is the 2026-10-02 signature (every call `SSLError ... CERTIFICATE_VERIFY_FAILED` after
 the server's certificate was renewed). The message carries the error line, because the host
-that logged it is one nobody outside can read. Some fetches succeeding clears the alarm;
-no attempt at all, an unread fetch log, or failures of several classes say nothing either
-way, so an open alarm stays open.
+that logged it is one nobody outside can read. Fetches succeeding clear the alarm (for a
+1.9 record: a queue whose latest fetch worked); no attempt at all, an unread fetch log, or
+failures of several classes say nothing either way, so an open alarm stays open.
 
 Two readings of one rule, one harvester (all its queues) each:
 
