@@ -81,7 +81,11 @@ def test_it_delivers_a_log_line_holding_nul_characters(
     assert REPLACEMENT * 2 + "garbled answer" in last["error_class"]
     assert queues["CERN" + REPLACEMENT + "_1"]["jobs_got"] == 3
     replaced = record["characters_replaced"]
-    assert replaced["count"] == 7  # outcome, error class, errors' key, the queue's name
+    # two in each of the outcome, the error class, the errors' key and (1.9) the failing
+    # streak's key; one in the queue's name
+    assert replaced["count"] == 9
+    assert any(where.startswith("fetching.queues.BNL_PanDA_1.failing_errors.")
+               for where in replaced["where"])
     assert "fetching.queues.BNL_PanDA_1.last.outcome" in replaced["where"]
 
 
