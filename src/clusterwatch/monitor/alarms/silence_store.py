@@ -2,7 +2,7 @@
 the run and the status views, and their pruning.
 
 The rows are written by `alarms.operations` (the page's forms and the commands) and read
-here as it reads them (`operations.to_silence`: a matcher of a kind the monitor does not know
+here as it reads them (`operations.readable`: a matcher of a kind the monitor does not know
 holds nothing); this module deletes those that ended longer than `KEEP_ENDED_S` ago. A row
 that cannot be read at all (no matchers, a hand edit) is skipped with a warning rather than
 failing the run: a silence that cannot be read holds nothing, the safe way to be wrong.
@@ -11,26 +11,17 @@ failing the run: a silence that cannot be read holds nothing, the safe way to be
 from __future__ import annotations
 
 import datetime as dt
-import logging
 
 from django.db.models import Q
 
-from clusterwatch.monitor.alarms.operations import to_silence
+from clusterwatch.monitor.alarms.operations import readable
 from clusterwatch.monitor.core.models import AlarmSilence
 from clusterwatch.notify.silences import KEEP_ENDED_S, Silence
-
-log = logging.getLogger(__name__)
 
 
 def silences() -> list[Silence]:
     """Every readable silence, oldest first (active or not: the caller asks `active`)."""
-    found: list[Silence] = []
-    for row in AlarmSilence.objects.order_by("created_at", "id"):
-        try:
-            found.append(to_silence(row))
-        except ValueError as exc:
-            log.warning("alarm silence %s skipped: %s", row.id, exc)
-    return found
+    return readable(AlarmSilence.objects.order_by("created_at", "id"))
 
 
 def prune(now: float) -> int:
