@@ -2,7 +2,8 @@
 loopback condor_status and Prometheus and a real SMTP server (aiosmtpd) as the only channel.
 
 A silenced stale GPU file raises no message until its silence is expired, then exactly one,
-while the unsilenced one alerts at once; a maintenance window holds a node's alert and
+while the unsilenced one alerts at once, and a mail server down when the held alert is
+released loses nothing and duplicates nothing; a maintenance window holds a node's alert and
 releases it when it closes, the node still missing; bad matchers and durations are usage
 errors (exit 2, one line, the state file unchanged); `silence add` waits for a running poll's
 lock and loses neither write.
@@ -103,10 +104,17 @@ def test_a_silenced_stale_file_sends_nothing_until_its_silence_is_expired_then_o
 
     expired = silence(pool, "expire", ident)
     assert expired.returncode == 0, expired.stderr
+    mailed.down()  # and the mail server is down when the released alert is due
     released = run_watch(pool)
     assert released.returncode == 0, released.stderr
     assert f"ALERT gpu:{G1} (stale)" in released.stdout
+    pending = status(pool)["channels"]["mail"]["pending"]
+    assert [event["target"] for event in pending] == [f"gpu:{G1}"]
+    assert run_watch(pool).stdout == ""  # queued once, not again while it waits
+    mailed.up()
+    assert run_watch(pool).stdout == ""  # delivered from the queue
     assert run_watch(pool).stdout == ""
+    assert status(pool)["channels"]["mail"]["pending"] == []
     lines = mail_lines(mailed)
     assert [line.split(" ", 3)[2:3] for line in lines] == [["ALERT"], ["ALERT"]], lines
     assert lines[1].startswith(time.strftime("%Y-%m-%d", time.gmtime(now)))
