@@ -70,3 +70,16 @@ def test_the_health_file_counts_held_incidents_and_active_silences() -> None:
     assert 'clusterwatch_watch_held_incidents{check="gpu"} 1.0' in text
     assert 'clusterwatch_watch_open_incidents{check="node"} 2.0' in text
     assert "clusterwatch_watch_active_silences 1.0" in text
+
+
+def test_silence_list_says_active_ended_or_expired_and_drops_them_a_week_after() -> None:
+    from clusterwatch.watch.silence_cli import listing
+
+    made = [new_silence((parse_matcher(f"node:wn{i}*", MATCHER_KINDS),), T0, T0 + 3600,
+                        "work", "bob", T0) for i in range(3)]
+    silences = [made[0], made[1], made[2].expire(T0 + 60)]
+    assert [row["state"] for row in listing(silences, T0 + 120)] == [
+        "active", "active", "expired"]
+    later = {row["id"]: row["state"] for row in listing(silences, T0 + 7200)}
+    assert later == {made[0].id: "ended", made[1].id: "ended", made[2].id: "expired"}
+    assert listing(silences, T0 + 3600 + 7 * 86400) == []

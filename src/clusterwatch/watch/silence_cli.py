@@ -129,12 +129,13 @@ def expire(config: WatchConfig, ident: str, out: IO[str]) -> bool:
 
 
 def silence_state(silence: Silence, now: float) -> str:
+    """active; ended (at its planned end); expired (ended by hand before it)."""
     if silence.active(now):
         return "active"
     if silence.starts_at > now:
-        return "pending"
-    return "expired" if silence.expired_at is not None and silence.expired_at < \
-        silence.ends_at else "ended"
+        return "pending"  # `add` starts silences now: only a clock set back shows this
+    by_hand = silence.expired_at is not None and silence.expired_at < silence.ends_at
+    return "expired" if by_hand else "ended"
 
 
 def listing(silences: Sequence[Silence], now: float) -> list[dict[str, Any]]:
