@@ -37,8 +37,13 @@ def test_it_loads_the_example_channels_once_uncommented(tmp_path: Path) -> None:
     (tmp_path / "watch.toml").write_text(text[:start] + channels + "\n")
     config = load_config(tmp_path, tmp_path / "state")
     assert [(c.type, c.name) for c in config.channels] == [
-        ("slack", "slack"), ("alertmanager", "alertmanager"), ("webhook", "ops-bot")]
+        ("slack", "slack"), ("alertmanager", "alertmanager"), ("webhook", "ops-bot"),
+        ("email", "ops-mail")]
     assert config.channels[1].labels == {"team": "pool-ops"}
+    email = config.channels[3].email
+    assert email is not None
+    assert (email.smtp.host, email.smtp.port, email.smtp.security, email.recipients) == (
+        "smtp.example.org", 587, "starttls", ("pool-ops@example.org",))
 
 
 def test_it_ships_rules_that_promtool_accepts(need_binary: Callable[[str], str]) -> None:

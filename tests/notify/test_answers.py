@@ -84,7 +84,12 @@ def delivery_table() -> dict[str, list[str]]:
 
 def test_the_readme_delivery_table_says_what_the_rules_do() -> None:
     table = delivery_table()
-    assert set(table) == {"Slack incoming webhook", "Alertmanager", "generic JSON webhook"}
+    assert set(table) == {"Slack incoming webhook", "Alertmanager", "generic JSON webhook",
+                          "email over SMTP"}
+    # The email channel's rules are SMTP's (tests/notify/test_email.py holds them): a 4xx
+    # keeps the batch, a 5xx sets it aside, nothing is deferred by a server's word.
+    _, retried, deferred, dead = table["email over SMTP"]
+    assert "any 4xx" in retried and dead.startswith("any 5xx") and deferred == ""
     slack_dead = table["Slack incoming webhook"][3]
     assert slack_dead == ", ".join(str(status) for status in sorted(PERMANENT_STATUSES))
     later = sorted(TRANSIENT_CLIENT_STATUSES - {429})
