@@ -38,6 +38,7 @@ KEEP_ENDED_S = 7 * 86400  # an ended silence stays listed this long, for the rec
 MAX_SPAN_S = 366 * 86400  # a longer silence is a typo more often than a plan
 MAX_COMMENT_CHARS = 500
 MAX_PATTERN_CHARS = 300
+PRINTABLE_COMMENT = "the comment must be printable text, without control characters"
 _KIND = re.compile(r"[a-z][a-z_]{0,31}")
 _DURATION = re.compile(r"(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
 _UNIT_S = (7 * 86400, 86400, 3600, 60, 1)
@@ -187,13 +188,17 @@ def new_silence(
         raise SilenceError("a silence needs a comment (--comment): say why")
     if len(comment) > MAX_COMMENT_CHARS:
         raise SilenceError(f"the comment is longer than {MAX_COMMENT_CHARS} characters")
+    if not comment.isprintable():
+        # A NUL cannot be stored by PostgreSQL, and a terminal escape would reach every
+        # operator who lists the silences.
+        raise SilenceError(PRINTABLE_COMMENT)
     if ends_at <= starts_at:
         raise SilenceError("a silence must end after it starts")
     if ends_at <= now:
         raise SilenceError("that silence would already have ended")
     if ends_at - starts_at > MAX_SPAN_S:
         raise SilenceError("a silence may last at most 366 days")
-    author = " ".join(author.split()) or "unknown"
+    author = "".join(c for c in " ".join(author.split()) if c.isprintable()) or "unknown"
     return Silence(secrets.token_hex(6), tuple(matchers), starts_at, ends_at, comment,
                    author[:100], now)
 

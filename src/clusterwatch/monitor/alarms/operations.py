@@ -234,6 +234,8 @@ def acknowledge(alarm_key_or_id: str, *, author: str, comment: str, now: float) 
     comment = _one_line(comment)
     if len(comment) > MAX_ACK_COMMENT_CHARS:
         raise ValueError(f"the comment is longer than {MAX_ACK_COMMENT_CHARS} characters")
+    if not comment.isprintable():
+        raise ValueError(silences.PRINTABLE_COMMENT)
     author = _one_line(author)[:_AUTHOR_CHARS] or "unknown"
     alarm = _change_open(alarm_key_or_id, False, acknowledged_by=author,
                          acknowledged_at=_utc(now), ack_comment=comment)

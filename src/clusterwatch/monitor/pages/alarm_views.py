@@ -72,6 +72,8 @@ def _field(request: HttpRequest, name: str) -> str:
     value: str = request.POST.get(name, "")
     if len(value) > MAX_FIELD_CHARS:
         raise SilenceError(f"the {name} field is longer than {MAX_FIELD_CHARS} characters")
+    if "\x00" in value:  # PostgreSQL cannot even look a NUL up: refused, never a 500
+        raise SilenceError(f"the {name} field has a NUL character")
     return value.strip()
 
 
@@ -130,8 +132,8 @@ def _expire(request: HttpRequest) -> HttpResponse:
 
 
 def _acknowledge(request: HttpRequest) -> HttpResponse:
-    incident = _field(request, "incident")
     try:
+        incident = _field(request, "incident")
         operations.acknowledge(incident, author=request.user.get_username(),
                                comment=_field(request, "comment"), now=time.time())
     except LookupError as exc:
@@ -142,8 +144,8 @@ def _acknowledge(request: HttpRequest) -> HttpResponse:
 
 
 def _unacknowledge(request: HttpRequest) -> HttpResponse:
-    incident = _field(request, "incident")
     try:
+        incident = _field(request, "incident")
         operations.unacknowledge(incident, by=request.user.get_username(), now=time.time())
     except LookupError as exc:
         return _page(request, 404, str(exc))
