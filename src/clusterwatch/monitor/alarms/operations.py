@@ -38,6 +38,15 @@ def _utc(t: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
 
 
+def _microseconds_down(t: float) -> float:
+    """`t` at the microsecond the database keeps, never after it: stored rounded up (as
+    often as not), a silence made at `t` would start after the moment it was made."""
+    when = _utc(t)
+    if when.timestamp() > t:
+        when -= dt.timedelta(microseconds=1)
+    return when.timestamp()
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -95,6 +104,7 @@ def add_silence(
 ) -> AlarmSilence:
     """A silence from now for `duration_s` or until `until`; SilenceError (one line) on bad
     input, and nothing is stored then."""
+    now = _microseconds_down(now)
     parsed = [silences.parse_matcher(text.strip(), MATCHER_KINDS) for text in matchers
               if text.strip()]
     if (duration_s is None) == (until is None):
