@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from clusterwatch import atomic_write
 from clusterwatch.notify.silences import new_silence, parse_matcher
 from clusterwatch.watch import state
 from clusterwatch.watch.holds import MATCHER_KINDS
@@ -60,7 +61,7 @@ def test_a_poll_killed_while_saving_a_release_sends_the_alert_exactly_once(
     held = state.load(pool.state_dir).records[f"node:{W2}"].incident
     assert held is not None and held.held and pool.slack.requests == []
 
-    real = state.write_atomically
+    real = atomic_write.write_atomically
 
     def killed(path: Path, data: bytes, **kwargs: Any) -> None:
         if where == "after the rename":
