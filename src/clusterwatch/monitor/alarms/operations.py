@@ -238,14 +238,21 @@ def _change_open(name: str, acknowledged: bool, **fields: Any) -> Alarm:
     raise ValueError(f"alarm {now_row.target} is not acknowledged")
 
 
+def ack_comment(comment: str) -> str:
+    """An acknowledgement's comment on one line; SilenceError (a ValueError, the same words
+    as a silence's) when it is too long or holds control characters."""
+    comment = _one_line(comment)
+    if len(comment) > MAX_ACK_COMMENT_CHARS:
+        raise SilenceError(f"the comment is longer than {MAX_ACK_COMMENT_CHARS} characters")
+    if not comment.isprintable():
+        raise SilenceError(silences.PRINTABLE_COMMENT)
+    return comment
+
+
 def acknowledge(alarm_key_or_id: str, *, author: str, comment: str, now: float) -> Alarm:
     """Mark an open alarm as taken care of ("I'm on it"); ValueError if it is closed or
     already acknowledged, LookupError if there is no such alarm."""
-    comment = _one_line(comment)
-    if len(comment) > MAX_ACK_COMMENT_CHARS:
-        raise ValueError(f"the comment is longer than {MAX_ACK_COMMENT_CHARS} characters")
-    if not comment.isprintable():
-        raise ValueError(silences.PRINTABLE_COMMENT)
+    comment = ack_comment(comment)
     author = _one_line(author)[:_AUTHOR_CHARS] or "unknown"
     alarm = _change_open(alarm_key_or_id, False, acknowledged_by=author,
                          acknowledged_at=_utc(now), ack_comment=comment)

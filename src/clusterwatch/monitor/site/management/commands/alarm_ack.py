@@ -5,7 +5,8 @@ ALARM is its incident id, its target (`panda_unreachable:pandaharvester01`) or a
 open alarm. The acknowledgement belongs to the incident: the alarm goes on as before (its
 recovery is delivered) and the key's next incident starts unacknowledged. Exit 0 done; 1 no
 such open alarm, or it is already acknowledged (not, with --undo); 2 a usage error (no
-comment, a key with several open alarms), one line, nothing stored.
+comment, one too long or with control characters, a key with several open alarms), one line,
+nothing stored.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ class Command(BaseCommand):
         if not options["undo"] and not comment:
             raise CommandError("an acknowledgement needs a comment (--comment): say what you "
                                "are doing", returncode=2)
+        try:
+            comment = operations.ack_comment(comment)
+        except ValueError as exc:  # too long, or control characters: usage, nothing stored
+            raise CommandError(str(exc), returncode=2) from None
         try:
             alarm = operations.find_alarm(options["alarm"])
         except LookupError as exc:
