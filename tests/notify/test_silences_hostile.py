@@ -1,5 +1,6 @@
 """notify.silences under hostile input and hostile clocks: control characters in a comment
-or an author, weekly windows across Europe/Zurich's daylight saving changes."""
+or an author, a duration of thousands of digits (past what int() converts), weekly windows
+across Europe/Zurich's daylight saving changes."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import datetime as dt
 
 import pytest
 
+from clusterwatch.errors import ConfigError
 from clusterwatch.notify.silences import (
     SilenceError,
     new_silence,
+    parse_duration,
     parse_matcher,
     parse_windows,
 )
@@ -35,8 +38,20 @@ def test_control_characters_are_left_out_of_an_author() -> None:
     assert new_silence(MATCHERS, NOW, NOW + 3600, "swap", "\x1b\x00", NOW).author == "unknown"
 
 
-def _utc(*parts: int) -> float:
-    return dt.datetime(*parts, tzinfo=dt.timezone.utc).timestamp()
+@pytest.mark.parametrize("text", ["9" * 5000 + "m", "1" * 41, " " * 50 + "2h"])
+def test_a_duration_of_a_wall_of_digits_is_a_silence_error(text: str) -> None:
+    with pytest.raises(SilenceError, match="is not like 90m"):
+        parse_duration(text)
+
+
+def test_a_weekly_window_of_a_wall_of_digits_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError, match=r"maintenance\[0\]\.duration"):
+        parse_windows([{"comment": "x", "matchers": ["node:a"], "day": "sun", "time": "02:30",
+                        "duration": "9" * 5000 + "h"}], ("node",))
+
+
+def _utc(year: int, month: int, day: int, hour: int, minute: int) -> float:
+    return dt.datetime(year, month, day, hour, minute, tzinfo=dt.timezone.utc).timestamp()
 
 
 def test_a_weekly_window_in_the_spring_forward_gap_opens_and_lasts_its_duration() -> None:

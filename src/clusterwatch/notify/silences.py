@@ -38,6 +38,7 @@ KEEP_ENDED_S = 7 * 86400  # an ended silence stays listed this long, for the rec
 MAX_SPAN_S = 366 * 86400  # a longer silence is a typo more often than a plan
 MAX_COMMENT_CHARS = 500
 MAX_PATTERN_CHARS = 300
+MAX_DURATION_CHARS = 40  # "52w2d" is 5; longer is a paste, not a duration
 PRINTABLE_COMMENT = "the comment must be printable text, without control characters"
 _KIND = re.compile(r"[a-z][a-z_]{0,31}")
 _DURATION = re.compile(r"(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
@@ -80,7 +81,8 @@ def parse_matcher(text: str, kinds: Collection[str]) -> Matcher:
 
 def parse_duration(text: str) -> float:
     """`90m`, `2h`, `3d`, `1w`, `1h30m`, `45s`: seconds, positive and at most 366 days."""
-    match = _DURATION.fullmatch(text.strip())
+    # A wall of digits is refused before int() would (past 4300 digits, with a ValueError).
+    match = _DURATION.fullmatch(text.strip()) if len(text) <= MAX_DURATION_CHARS else None
     if not text.strip() or match is None:
         raise SilenceError(f"duration {_shown(text)} is not like 90m, 2h, 3d or 1h30m")
     seconds = sum(int(part) * unit for part, unit in zip(match.groups(), _UNIT_S) if part)
