@@ -117,7 +117,7 @@ def _run(config: AlarmsConfig, channels: Sequence[Channel], clock: Callable[[], 
         for event in result.events:
             log.info("%s", event.line())
         firing = store.firing_events()
-        result.open_alarms = len(firing)
+        result.open_alarms = store.open_count()  # the held ones too: open, only not sent
         outbox_store.save(outbox, result.summary())  # committed before any channel is tried
     if not channels:
         return result

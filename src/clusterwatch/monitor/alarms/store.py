@@ -74,6 +74,12 @@ def open_alarms() -> dict[str, OpenAlarm]:
     }
 
 
+def open_count() -> int:
+    """The open alarms, whether their alert went out or is held."""
+    count: int = Alarm.objects.filter(closed_at__isnull=True).count()
+    return count
+
+
 def apply(transitions: Sequence[Transition], now: float,
           held: Collection[str] = (), released: Collection[str] = ()) -> None:
     """Write the transitions (inside the caller's transaction): the incidents in `held` open
