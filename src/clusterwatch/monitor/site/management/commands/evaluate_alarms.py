@@ -63,6 +63,10 @@ class Command(BaseCommand):
             self.stdout.write(event.line())
         delivery = ", ".join(f"{name} {outcome}" for name, outcome
                              in summary["delivery"].items()) or "nothing sent"
+        # Held: opened under a silence or window, alert not sent; released: sent now that
+        # the hold has ended. Said only when there are some, so the usual line stays short.
+        holds = "".join(f", {summary[word]} {word}" for word in ("held", "released")
+                        if summary[word])
         self.stdout.write(f"alarms: {summary['keys']} keys, {summary['raised']} raised, "
-                          f"{summary['recovered']} recovered, {summary['open']} open; "
+                          f"{summary['recovered']} recovered{holds}, {summary['open']} open; "
                           f"{delivery}")
