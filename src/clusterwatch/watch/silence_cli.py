@@ -132,9 +132,9 @@ def silence_state(silence: Silence, now: float) -> str:
     """active; ended (at its planned end); expired (ended by hand before it)."""
     if silence.active(now):
         return "active"
-    if silence.starts_at > now:
-        return "pending"  # `add` starts silences now: only a clock set back shows this
     by_hand = silence.expired_at is not None and silence.expired_at < silence.ends_at
+    if silence.starts_at > now and not by_hand:
+        return "pending"  # `add` starts silences now: only a clock set back shows this
     return "expired" if by_hand else "ended"
 
 
