@@ -9,7 +9,8 @@ was sent (so a held alarm that closes closes silently); recoveries are never hel
 
 An alarm's facts for matchers: `key` (its key), `host` (the latest record's hostname, and
 its short name), `queue` (the harvester's queues for `panda_unreachable` and
-`reporter_stale`, whose outage is its queues'; none for a disk or volume alarm) and
+`reporter_stale`, whose outage is its queues': those it fetched or submitted for in the
+interval and those its database configures; none for a disk or volume alarm) and
 `filesystem` (the mount of a disk alarm, none otherwise). Every kind is present, empty when
 the alarm has no value of it, so `key:X filesystem:/data` holds only X's disk alarm of /data.
 """
@@ -43,7 +44,10 @@ def alarm_facts(target: str, facts: Optional[KeyFacts]) -> dict[str, list[str]]:
             if short and short != record.hostname:
                 hosts.append(short)
         if check in QUEUE_CHECKS:
-            names = set(record.fetching.queues or {}) | set(record.submission.queues or {})
+            # The database's queues too: a harvester stopped for its maintenance fetches and
+            # submits nothing, and its silenced alarm must not be released for that.
+            names = (set(record.fetching.queues or {}) | set(record.submission.queues or {})
+                     | set(record.harvester_db.launch_limits.entries))
             queues = sorted(names)
     return {"key": [key], "host": hosts, "queue": queues,
             "filesystem": [filesystem] if filesystem is not None else []}
