@@ -85,11 +85,28 @@ def poll(source: Accounting, mail: MailSettings, now: datetime, *,
                                             trigger=TRIGGER, now=now)
         result.queued += int(created)
     if not dry_run:
-        UsageMailCursor.objects.update_or_create(
-            name=CURSOR, defaults={"last_run": _cursor(listing, now)})
+        _move_cursor(_cursor(listing, now))
         UsageMail.objects.filter(created_at__lt=now - RETAIN).exclude(
             state=UsageMail.PENDING).delete()
     return result
+
+
+def _move_cursor(last_run: datetime) -> None:
+    """Where the next run lists from, in single statements.
+
+    Not update_or_create: it reads, then writes, in one transaction, and on SQLite (WAL)
+    such a transaction fails at once with "database is locked" when another process
+    committed in between (two pollers at once, or MailProg at a job's end), never waiting
+    out the busy timeout. An UPDATE, else get_or_create's INSERT (its transaction writes
+    first), else the UPDATE again when another run made the row meanwhile.
+    """
+    rows = UsageMailCursor.objects.filter(name=CURSOR)
+    if rows.update(last_run=last_run):
+        return
+    _row, created = UsageMailCursor.objects.get_or_create(name=CURSOR,
+                                                          defaults={"last_run": last_run})
+    if not created:
+        rows.update(last_run=last_run)
 
 
 def _mailed_jobs(listing: list[JobRecord]) -> list[JobRecord]:
