@@ -133,6 +133,15 @@ def test_a_days_long_streak_keeps_its_most_frequent_classes() -> None:
     assert seen[Q]["failing_since"] == "2026-10-02T18:00:00Z"
 
 
+def test_one_interval_failing_in_many_ways_keeps_its_most_frequent_classes() -> None:
+    dialogs = [fetch(f"18:{n // 60:02d}:{n % 60:02d}", f"server says {n}") for n in range(30)]
+    seen, state = streaks(fetch("17:59:59"), *dialogs, fetch("18:59:00", SSL),
+                          fetch("18:59:30", SSL))
+    errors = seen[Q]["failing_errors"]
+    assert len(errors) == MAX_STREAK_CLASSES and errors["SSLError"] == 2
+    assert state["queues"][Q]["failing_errors"] == errors
+
+
 @pytest.mark.parametrize("damaged", [
     None, [], "queues", {"queues": []}, {"queues": {Q: None}},
     {"queues": {Q: {"last_ok_at": "yesterday", "failing_since": None, "failing_errors": {}}}},

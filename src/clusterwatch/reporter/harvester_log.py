@@ -143,7 +143,10 @@ def carry_fetch_streaks(section: Dict[str, Any], previous: Any
                 errors = dict(before["failing_errors"])
                 for cls, count in entry["failing_errors"].items():
                     errors[cls] = errors.get(cls, 0) + count
-                entry["failing_errors"] = _most_frequent(errors)
+                entry["failing_errors"] = errors
+        # At most the most frequent classes, whether the streak began in this interval or
+        # before (one interval's dialogs can fail in as many ways as a days-long streak).
+        entry["failing_errors"] = _most_frequent(entry["failing_errors"])
         state[name] = {key: entry[key] for key in STREAK_FIELDS}
     if len(state) > MAX_QUEUES:
         newest = sorted(state, key=lambda k: max(state[k]["failing_since"] or "",
