@@ -205,3 +205,11 @@ def test_the_console_script_refuses_a_bad_month_with_exit_2(
     done = run(tmp_path, site, "usage_monthly", "--month", "2026-13")
     assert done.returncode == 2, done.stderr
     assert "YYYY-MM" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.django_db
+def test_a_month_is_read_in_one_query(django_assert_num_queries: Any) -> None:
+    seeded_jobs(50, seed=5, begin=datetime(2026, 3, 1, tzinfo=UTC), days=30)
+    with django_assert_num_queries(1):
+        jobs = month_jobs(Month(2026, 1), Month(2026, 3))
+    assert len(jobs) == 50

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 from datetime import datetime, timedelta, timezone
-from typing import Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -102,3 +102,11 @@ def test_a_job_without_a_figure_is_not_ranked_for_it() -> None:
     assert ranks["cpu_efficiency"].text() == "not measured"
     assert ranks["memory_efficiency"].better_than == 100.0
     assert kept_peer_job("unknown") is None
+
+
+def test_the_peers_are_read_in_one_query(django_assert_num_queries: Any) -> None:
+    seeded_jobs(50, seed=6, begin=datetime(2026, 3, 1, tzinfo=UTC), days=10)
+    job = kept_peer_job("49")
+    assert job is not None
+    with django_assert_num_queries(1):
+        peer_jobs(job)
