@@ -81,3 +81,17 @@ def load_config(path: Path, report_interval_s: float) -> AlarmsConfig:
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return AlarmsConfig(path, True, rules, channels, windows)
+
+
+def windows_or_error(path: Path, report_interval_s: float
+                     ) -> tuple[tuple[Window, ...], Optional[str]]:
+    """The maintenance windows of `path`, or none and why they could not be read.
+
+    For what only shows holds (alarms_status, the alarms page): a broken alarms.toml is
+    evaluate_alarms' error to raise; they still show the silences' holds and say that the
+    windows' are unknown.
+    """
+    try:
+        return load_config(path, report_interval_s).windows, None
+    except ConfigError as exc:
+        return (), str(exc)

@@ -179,24 +179,6 @@ def expire_silence(silence_id: str, now: float, by: str) -> AlarmSilence:
     return row
 
 
-def holds(
-    alarms: Iterable[Alarm], now: float, windows: Sequence[silences.Window] = ()
-) -> dict[int, silences.Hold]:
-    """Alarm id -> the silence or open maintenance window that holds it now (the one that
-    ends last, as the run decides), for the alarms something holds."""
-    alarms = list(alarms)
-    active = active_silences(now)
-    if not (active or windows) or not alarms:
-        return {}
-    records = latest_records(alarm.key for alarm in alarms)
-    found: dict[int, silences.Hold] = {}
-    for alarm in alarms:
-        hold = silences.hold_for(alarm_facts(alarm, records), now, active, windows)
-        if hold is not None:
-            found[alarm.pk] = hold
-    return found
-
-
 # Acknowledgements.
 
 

@@ -22,14 +22,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from clusterwatch.errors import ConfigError
 from clusterwatch.monitor.alarms import operations
-from clusterwatch.monitor.alarms.config import load_config
+from clusterwatch.monitor.alarms.config import windows_or_error
 from clusterwatch.monitor.alarms.status import summary
-from clusterwatch.monitor.core.models import Alarm
 from clusterwatch.monitor.core.refusals import kept_private
-from clusterwatch.monitor.pages.alarms_page import Acknowledgement, Marks, alarms_context
-from clusterwatch.notify.silences import SilenceError, Window, parse_duration, parse_time
+from clusterwatch.monitor.pages.alarms_page import alarms_context
+from clusterwatch.notify.silences import SilenceError, parse_duration, parse_time
 
 FORM_FIELDS = ("matchers", "duration", "until", "comment")
 MAX_FIELD_CHARS = 2000  # a pasted wall of text is refused, not parsed
@@ -44,26 +42,13 @@ def may_change_alarms(user: Any) -> bool:
 def _page(request: HttpRequest, status: int = 200, error: Optional[str] = None,
           form: Optional[dict[str, str]] = None) -> HttpResponse:
     now = time.time()
-    data = summary(now)
-    # A broken alarms.toml is evaluate_alarms' error to raise; the page still shows the
-    # silences' holds, and says the windows' are unknown.
-    windows: tuple[Window, ...] = ()
-    windows_error: Optional[str] = None
-    try:
-        windows = load_config(Path(settings.ALARMS_CONFIG), settings.REPORT_INTERVAL_S).windows
-    except ConfigError as exc:
-        windows_error = str(exc)
-    open_rows = list(Alarm.objects.filter(closed_at__isnull=True))
-    held = operations.holds(open_rows, now, windows)
-    marks = {
-        row.incident: Marks(
-            held.get(row.pk),
-            Acknowledgement(row.acknowledged_by, row.acknowledged_at.timestamp(), row.ack_comment)
-            if row.acknowledged_at is not None else None)
-        for row in open_rows
-    }
+    windows, windows_error = windows_or_error(Path(settings.ALARMS_CONFIG),
+                                              settings.REPORT_INTERVAL_S)
+    # What holds each open alarm and who acknowledged it: alarms_status' summary, decided
+    # as the run decides (the same facts, silences and windows).
+    data = summary(now, windows=windows, windows_error=windows_error)
     found = operations.readable(operations.list_silences(now))
-    context = alarms_context(data, now, marks, found, may_change_alarms(request.user))
+    context = alarms_context(data, now, found, may_change_alarms(request.user))
     context.update(error=error, form=form or {}, windows_error=windows_error)
     return kept_private(render(request, "monitor/alarms.html", context, status=status))
 

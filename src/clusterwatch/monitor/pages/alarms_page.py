@@ -9,29 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from clusterwatch.monitor.alarms import lease as run_lease
 from clusterwatch.monitor.core.humanize import duration_text
 from clusterwatch.monitor.core.stamps import Stamp, stamp
 from clusterwatch.notify.event import Event
-from clusterwatch.notify.silences import Hold, Silence, utc
-
-
-@dataclass(frozen=True)
-class Acknowledgement:
-    by: str
-    at: float
-    comment: str
-
-
-@dataclass(frozen=True)
-class Marks:
-    """What an open alarm's row says besides the alarm: held by a silence, acknowledged."""
-
-    held: Optional[Hold] = None
-    acknowledged: Optional[Acknowledgement] = None
+from clusterwatch.notify.silences import Silence, utc
 
 
 def until_text(t: float, now: float) -> str:
@@ -41,15 +25,16 @@ def until_text(t: float, now: float) -> str:
     return f"{utc(t)} (in {duration_text(t - now)})"
 
 
-def _marks(marks: Optional[Marks], now: float, now_dt: dt.datetime) -> dict[str, Any]:
-    held = marks.held if marks is not None else None
-    ack = marks.acknowledged if marks is not None else None
+def _marks(item: Mapping[str, Any], now: float, now_dt: dt.datetime) -> dict[str, Any]:
+    """An open alarm's silence and acknowledgement, from its `status.summary` item."""
+    held, ack = item["held_by"], item["acknowledged"]
     return {
-        "held": held and {"by": held.by, "author": held.author, "comment": held.comment,
-                          "until": until_text(held.until, now),
-                          "silence": held.by.removeprefix("silence ")
-                          if held.by.startswith("silence ") else None},
-        "ack": ack and {"by": ack.by, "since": _stamp(ack.at, now_dt), "comment": ack.comment},
+        "held": held and {"by": held["by"], "author": held["author"],
+                          "comment": held["comment"], "until": until_text(held["until"], now),
+                          "silence": held["by"].removeprefix("silence ")
+                          if held["by"].startswith("silence ") else None},
+        "ack": ack and {"by": ack["by"], "since": _stamp(ack["at"], now_dt),
+                        "comment": ack["comment"]},
     }
 
 
@@ -79,13 +64,11 @@ def _stamp(t: Optional[float], now: dt.datetime) -> Optional[Stamp]:
 
 
 def alarms_context(
-    data: dict[str, Any], now_t: float, marks: Optional[Mapping[str, Marks]] = None,
-    silences: Sequence[Silence] = (), staff: bool = False,
+    data: dict[str, Any], now_t: float, silences: Sequence[Silence] = (), staff: bool = False,
 ) -> dict[str, Any]:
-    """The template's view of `status.summary`: times as stamps, events as lines; `marks`
-    by incident; `staff`: whether the forms are shown."""
+    """The template's view of `status.summary`: times as stamps, events as lines, each open
+    alarm's silence and acknowledgement; `staff`: whether the forms are shown."""
     now = dt.datetime.fromtimestamp(now_t, tz=dt.timezone.utc)
-    marks = marks or {}
     run = data["last_run"]
     lease = data["lease"]
     return {
@@ -93,7 +76,7 @@ def alarms_context(
         "running": lease and {"holder": run_lease.describe(lease["holder"]),
                               "until": _stamp(lease["expires_at"], now)},
         "open_alarms": [{**item, "since": _stamp(item["since"], now),
-                         **_marks(marks.get(item["incident"]), now_t, now)}
+                         **_marks(item, now_t, now)}
                         for item in data["open_alarms"]],
         "silences": silence_rows(silences, now_t),
         "staff": staff,

@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from clusterwatch.errors import ConfigError
-from clusterwatch.monitor.alarms.config import load_config
+from clusterwatch.monitor.alarms.config import windows_or_error
 from clusterwatch.monitor.alarms.status import summary, write_text
-from clusterwatch.notify.silences import Window
 
 
 class Command(BaseCommand):
@@ -27,14 +25,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         now = time.time()
-        # A broken alarms.toml is evaluate_alarms' error to raise; the status still shows
-        # everything else, and says the windows are unknown.
-        windows: tuple[Window, ...] = ()
-        error: Optional[str] = None
-        try:
-            windows = load_config(Path(settings.ALARMS_CONFIG), settings.REPORT_INTERVAL_S).windows
-        except ConfigError as exc:
-            error = str(exc)
+        windows, error = windows_or_error(Path(settings.ALARMS_CONFIG),
+                                          settings.REPORT_INTERVAL_S)
         data = summary(now, windows=windows, windows_error=error)
         if options["json"]:
             self.stdout.write(json.dumps(data, indent=2))
