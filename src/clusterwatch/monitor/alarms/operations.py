@@ -4,24 +4,21 @@ The alarms page and the `clusterwatch monitor` commands both call these, so a si
 on the page and one made by a script are checked by the same rules (notify.silences) and
 stored the same way. Every function takes its clock (`now`, epoch seconds) from the caller.
 
-Which alarms a silence holds is decided over `alarm_facts`: the engine (alarms.run) and the
-page's "silenced" column describe an alarm with the same facts, so they cannot disagree.
+Which alarms a silence holds is not decided here: the run, `alarms_status` and the page
+all ask `alarms.holds` (over `store.key_facts`), so they cannot disagree.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
 from django.db.models import Q
 
 from clusterwatch.monitor.alarms import holds as holds_rules
-from clusterwatch.monitor.alarms.observation import split_target
-from clusterwatch.monitor.alarms.rules import KeyFacts
-from clusterwatch.monitor.core.models import Alarm, AlarmSilence, LatestReport
-from clusterwatch.monitor.record.host_record import HostRecord, parse_record
+from clusterwatch.monitor.core.models import Alarm, AlarmSilence
 from clusterwatch.notify import silences
 from clusterwatch.notify.silences import Silence, SilenceError
 
@@ -54,35 +51,6 @@ def _one_line(text: str) -> str:
 def _shown(text: str) -> str:
     """A bounded repr: a pasted wall of text stays one short line in a message."""
     return repr(text if len(text) <= 80 else text[:77] + "...")
-
-
-# Facts: what a silence is matched against.
-
-
-def target_facts(target: str, record: Optional[HostRecord]) -> dict[str, list[str]]:
-    """The facts of alarm `target` from its key's latest record (None: no record): the
-    engine's own (alarms.holds.alarm_facts), so page, commands and run agree on what a
-    silence holds. `key`; `host`, the record's hostname and its short name; `queue`, the
-    harvester's queues, for the alarms about its queues; `filesystem`, a disk alarm's mount.
-    """
-    _, key, _ = split_target(target)
-    return holds_rules.alarm_facts(target, KeyFacts(key=key, record=record))
-
-
-def latest_records(keys: Iterable[str]) -> dict[str, HostRecord]:
-    """The latest record of each of `keys` that has one, parsed."""
-    rows = LatestReport.objects.select_related("report").filter(key__in=sorted(set(keys)))
-    return {row.key: parse_record(row.report.record) for row in rows
-            if isinstance(row.report.record, dict)}
-
-
-def alarm_facts(
-    alarm: Alarm, records: Optional[Mapping[str, HostRecord]] = None
-) -> dict[str, list[str]]:
-    """The facts of a stored alarm; pass `latest_records(keys)` when describing many."""
-    if records is None:
-        records = latest_records([alarm.key])
-    return target_facts(alarm.target, records.get(alarm.key))
 
 
 # Silences.
@@ -154,11 +122,6 @@ def readable(rows: Iterable[AlarmSilence]) -> list[Silence]:
         except ValueError as exc:
             log.warning("silence %s left out: %s", row.id, exc)
     return found
-
-
-def active_silences(now: float) -> list[Silence]:
-    """The silences in force at `now`, as the engine matches them."""
-    return [s for s in readable(list_silences(now, include_ended=False)) if s.active(now)]
 
 
 def expire_silence(silence_id: str, now: float, by: str) -> AlarmSilence:
