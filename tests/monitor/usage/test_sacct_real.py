@@ -98,6 +98,16 @@ def test_it_finds_an_array_task_by_its_id_and_by_its_own_number(
     assert kept.jobid.startswith(f"{jobs.array}_") and raw_id(jobs, kept.jobid) == jobs.array
 
 
+def test_it_lists_an_arrays_tasks_by_the_arrays_id_and_none_of_a_plain_job(
+        jobs: RealJobs, sacct: SacctAccounting) -> None:
+    tasks = sacct.array_tasks(jobs.array)
+    assert [t.jobid for t in tasks] == [f"{jobs.array}_1", f"{jobs.array}_2"]
+    assert {t.state for t in tasks} == {"COMPLETED"}
+    assert sacct.array_tasks(jobs.burner) == []
+    # The first task's own number is no array's (the last task keeps the array's).
+    assert sacct.array_tasks(raw_id(jobs, f"{jobs.array}_1")) == []
+
+
 def test_it_reports_a_running_job_as_running(jobs: RealJobs, sacct: SacctAccounting) -> None:
     job = sacct.job(jobs.running)
     assert (job.state, job.running, job.end) == ("RUNNING", True, None)

@@ -94,6 +94,14 @@ def test_it_finds_an_array_task_by_its_own_number(
     assert slurmdb.job(raw) == task and task.jobid == f"{jobs.array}_1"
 
 
+def test_it_lists_the_same_array_tasks_as_sacct(
+        jobs: RealJobs, slurmdb: SlurmDbAccounting, sacct: SacctAccounting) -> None:
+    assert ([shared(t) for t in slurmdb.array_tasks(jobs.array)]
+            == [shared(t) for t in sacct.array_tasks(jobs.array)])
+    assert len(slurmdb.array_tasks(jobs.array)) == 2
+    assert slurmdb.array_tasks(jobs.burner) == []
+
+
 def test_it_says_unknown_and_malformed_jobs_apart(
     slurmdb: SlurmDbAccounting, settings: SlurmDbSettings
 ) -> None:

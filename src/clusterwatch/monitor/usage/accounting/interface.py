@@ -112,6 +112,20 @@ class AccountingConfigError(AccountingError, ConfigError):
     """The accounting source is misconfigured (e.g. the program does not exist): exit 78."""
 
 
+def check_array_id(array_id: str) -> str:
+    """The id when it is a plain job number, as an array's id is; InvalidJobId otherwise."""
+    if not array_id.isascii() or not array_id.isdigit() or len(array_id) > 12:
+        raise InvalidJobId(array_id)
+    return array_id
+
+
+def array_task_number(jobid: str) -> Optional[int]:
+    """The task number of an array task's id (`123_4`: 4); None for a line of tasks not
+    started (`123_[5-100]`) or any other id."""
+    _array, underscore, task = jobid.partition("_")
+    return int(task) if underscore and task.isascii() and task.isdigit() else None
+
+
 def check_jobid(jobid: str) -> str:
     """The job id when it has a valid form; InvalidJobId otherwise."""
     if not JOBID_PATTERN.fullmatch(jobid):
@@ -135,4 +149,11 @@ class Accounting(Protocol):
     def jobs_ended_since(self, since: datetime, limit: Optional[int] = None) -> Listing:
         """Every user's jobs that ended at or after `since`, oldest end first; with `limit`,
         the first `limit` of them (the rest are for a later call from the last one's end)."""
+        ...
+
+    def array_tasks(self, array_id: str) -> Listing:
+        """The tasks of the array whose id is `array_id` (`123`: `123_1`, `123_2`, and a
+        line such as `123_[5-100]` for those not started yet), in task order; empty when
+        `array_id` is no array's (a plain job, or a task's own number). InvalidJobId when
+        it is not a plain number."""
         ...

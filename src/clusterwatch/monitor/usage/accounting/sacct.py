@@ -24,6 +24,8 @@ from clusterwatch.monitor.usage.accounting.interface import (
     JobRecord,
     Listing,
     UnknownJob,
+    array_task_number,
+    check_array_id,
     check_jobid,
 )
 from clusterwatch.monitor.usage.accounting.sacct_parse import (
@@ -80,6 +82,15 @@ class SacctAccounting:
                                                            limit=limit))
         listing.sort(key=lambda r: (r.end, r.jobid))
         return listing
+
+    def array_tasks(self, array_id: str) -> Listing:
+        check_array_id(array_id)
+        listing = self._read(["--jobs", array_id], lambda chunks, d: parse_sacct(chunks, d))
+        # `sacct -j 130` of a task whose own number is 130 lists that task alone: no array's.
+        tasks = [job for job in listing if job.jobid.startswith(f"{array_id}_")]
+        tasks.sort(key=lambda job: (array_task_number(job.jobid) is None,
+                                    array_task_number(job.jobid) or 0, job.jobid))
+        return Listing(tasks, unreadable=listing.unreadable)
 
     def _read(self, selection: Sequence[str],
               parse: Callable[[Iterator[bytes], str], _T]) -> _T:

@@ -26,6 +26,7 @@ from clusterwatch.monitor.usage.accounting.interface import (
     Listing,
     UnknownJob,
     Unreadable,
+    check_array_id,
     check_jobid,
 )
 from clusterwatch.monitor.usage.accounting.slurmdb_connect import (
@@ -113,6 +114,16 @@ class SlurmDbAccounting:
                         limit=listing.limit, cut=listing.cut)
         ended.sort(key=lambda r: (r.end, r.jobid))
         return ended
+
+    def array_tasks(self, array_id: str) -> Listing:
+        check_array_id(array_id)
+        # A requeued task keeps its id: the latest submission stands, as sacct shows it.
+        listing = self._listing("`array_job_id` = %s ORDER BY `array_task_id`, "
+                                "`time_submit` DESC", [array_id], None)
+        latest: dict[str, JobRecord] = {}
+        for job in listing:
+            latest.setdefault(job.jobid, job)
+        return Listing(latest.values(), unreadable=listing.unreadable)
 
     def _window(self, since: datetime) -> list[int]:
         return [_epoch(self._clock()), _epoch(since)]
