@@ -161,3 +161,29 @@ def test_idle_gpus_are_found_by_uuid_among_many() -> None:
     (warning,) = check(job, summary)
     assert warning.code == "idle_gpu"
     assert (warning.figures["gpus_below"], warning.figures["gpus_measured"]) == (1, 12)
+
+
+def test_a_two_node_job_gets_each_nodes_part_from_the_series_of_its_exporter() -> None:
+    job = record(nodes=2, cpus_allocated=4, gpus=1)
+    series = good_series(
+        cpu_seconds=[one(lambda t: 1.9 * t, node="node01:9306"),
+                     one(lambda t: 0.1 * t, node="node02:9306")],
+        memory_rss_bytes=[one(lambda t: 3 * GiB, node="node01:9306"),
+                          one(lambda t: 100 * MiB, node="node02:9306")],
+        memory_shmem_bytes=[one(lambda t: 1 * GiB, node="node01:9306")],
+        gpu_utilization=[one(lambda t: 0.0, node="node02:9306", gpu_uuid="GPU-1")])
+    summary = analyse(job, series)
+    first, second = summary.per_node
+    assert (first.node, second.node) == ("node01:9306", "node02:9306")
+    assert first.cpu_used_s == pytest.approx(1.9 * HOUR)
+    assert second.cores_used_mean == pytest.approx(0.1)
+    assert (first.memory_peak_bytes, second.memory_peak_bytes) == (4 * GiB, 100 * MiB)
+    assert first.gpus == () and [g.mean_utilization for g in second.gpus] == [0.0]
+    # The job's own figures are the nodes' together.
+    assert summary.cpu_used_s == pytest.approx(first.cpu_used_s + second.cpu_used_s)
+    assert summary.memory_peak_bytes == 4 * GiB + 100 * MiB
+
+
+def test_a_job_not_measured_has_no_node_parts() -> None:
+    assert analyse(record(), None).per_node == ()
+    assert analyse(record(), job_series(samples=3, cpu_seconds=[one(lambda t: t)])).per_node == ()

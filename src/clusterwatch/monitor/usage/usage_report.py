@@ -23,14 +23,18 @@ from clusterwatch.monitor.usage.accounting.interface import (
     check_jobid,
 )
 from clusterwatch.monitor.usage.accounting_source import accounting
-from clusterwatch.monitor.usage.analysis import rules
-from clusterwatch.monitor.usage.analysis.figures import analyse
 from clusterwatch.monitor.usage.analysis.summary_json import (
     UsageDocument,
     kept_document,
-    usage_document,
 )
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
+from clusterwatch.monitor.usage.job_documents import (  # re-exported: callers read them here
+    SERIES_NOT_MEASURED as SERIES_NOT_MEASURED,
+)
+from clusterwatch.monitor.usage.job_documents import FetchSeries, live_document
+from clusterwatch.monitor.usage.job_documents import (
+    MetricsUnavailable as MetricsUnavailable,
+)
 from clusterwatch.monitor.usage.metrics.prometheus_api import PrometheusError
 from clusterwatch.monitor.usage.metrics.series import JobSeries, fetch_job_series
 from clusterwatch.monitor.usage.models import KeptSummary
@@ -38,20 +42,10 @@ from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, measured_
 
 SERIES_GONE = ("The series of this job are gone: Prometheus' retention has dropped them. "
                "The figures were kept when the job ended.")
-SERIES_NOT_MEASURED = "The exporter's series of this job are not available."
 KEEP_AFTER_SCRAPES = 2
 
 # (user name, account) of a job -> whether the asker may see it.
 Visibility = Callable[[str, str], bool]
-FetchSeries = Callable[..., JobSeries]
-
-
-class MetricsUnavailable(Exception):
-    """Prometheus is down, slow or answered garbage, and no kept summary stands in."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 class NotVisible(UnknownJob):
@@ -129,25 +123,11 @@ def _may_see(visible: Optional[Visibility], document: Mapping[str, Any]) -> bool
 
 def _live_report(job: JobRecord, config: UsageConfig, now: datetime,
                  fetch: FetchSeries) -> UsageReport:
-    series = None
-    if job.start is not None:
-        try:
-            # By the job's own number: the exporter labels an array task 123_4 as 130.
-            series = fetch(config.prometheus_url, job.jobid_raw or job.jobid, job.start,
-                           job.end or now,
-                           scrape_interval_s=config.scrape_interval_s,
-                           timeout_s=config.prometheus_timeout_s)
-        except PrometheusError as exc:
-            raise MetricsUnavailable(exc.kind, f"{exc.headline}: {exc}") from None
-        if series.samples == 0 and not any(series.series.values()):
-            series = None  # nothing at all: "not measured", never a job that used nothing
-    summary = analyse(job, series, config.thresholds)
-    document = usage_document(job, summary, rules.check(job, summary, config.thresholds))
+    live = live_document(job, config, now, fetch)
     if _final(job, config, now):
-        _keep(job, document, measured_metrics(series) if summary.measured else ())
-    note = None if summary.measured else (SERIES_NOT_MEASURED if series is None
-                                          else summary.notes[-1])
-    return UsageReport(document, series if summary.measured else None, note, kept=False)
+        _keep(job, live.document,
+              measured_metrics(live.series) if live.summary.measured else ())
+    return UsageReport(live.document, live.series, live.note, kept=False)
 
 
 def _final(job: JobRecord, config: UsageConfig, now: datetime) -> bool:

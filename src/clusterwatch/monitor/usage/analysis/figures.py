@@ -50,6 +50,17 @@ class GpuUse:
 
 
 @dataclass(frozen=True)
+class NodeUse:
+    """One node's part of a job, from the series its exporter (`instance`) reported."""
+
+    node: str  # the exporter's instance, e.g. "node01:9306"
+    cpu_used_s: Optional[float]
+    cores_used_mean: Optional[float]  # CPUs busy on average over the job's samples there
+    memory_peak_bytes: Optional[int]  # anonymous + shared memory on this node
+    gpus: tuple[GpuUse, ...]
+
+
+@dataclass(frozen=True)
 class UsageSummary:
     running: bool
     measured: bool  # enough scrapes for curves and advice
@@ -79,6 +90,8 @@ class UsageSummary:
     uses_scratch: Optional[bool]
     gpus_allocated: int
     gpus: tuple[GpuUse, ...]  # empty: not measured
+    # Each node's part, by node name; empty when not measured. A one-node job has one.
+    per_node: tuple[NodeUse, ...] = ()
 
 
 def analyse(job: JobRecord, series: Optional[JobSeries],
@@ -137,9 +150,35 @@ def analyse(job: JobRecord, series: Optional[JobSeries],
         uses_scratch=None if got.highest("uses_scratch") is None
         else bool(got.highest("uses_scratch")),
         gpus_allocated=job.gpus,
-        gpus=tuple(GpuUse(_where(s, "gpu_uuid"), min(max(mean(s.points), 0.0), 1.0))
-                   for s in got.all("gpu_utilization")),
+        gpus=tuple(_gpu_use(s) for s in got.all("gpu_utilization")),
+        per_node=_per_node(got),
     )
+
+
+def _gpu_use(series: Series) -> GpuUse:
+    return GpuUse(_where(series, "gpu_uuid"), min(max(mean(series.points), 0.0), 1.0))
+
+
+def _per_node(got: _Reader) -> tuple[NodeUse, ...]:
+    """The figures of each node, from the same series as the job's, split by `instance`."""
+    def on(key: str, node: str) -> tuple[Series, ...]:
+        return tuple(s for s in got.all(key) if s.labels.get("instance", "") == node)
+
+    nodes = sorted({s.labels.get("instance", "") for key in ("cpu_seconds", "memory_rss_bytes",
+                                                             "gpu_utilization")
+                    for s in got.all(key)})
+    found = []
+    for node in nodes:
+        cpu = on("cpu_seconds", node)
+        cores = sum_by_time([rate(s.points) for s in cpu])
+        rss = on("memory_rss_bytes", node)
+        memory = (_whole(peak(sum_by_time([s.points for s in
+                                           (*rss, *on("memory_shmem_bytes", node))])))
+                  if rss and not got.rejected("memory_shmem_bytes") else None)
+        found.append(NodeUse(node, counter_total(cpu) if cpu else None,
+                             mean(cores) if cores else None, memory,
+                             tuple(_gpu_use(s) for s in on("gpu_utilization", node))))
+    return tuple(found)
 
 
 class _Reader:

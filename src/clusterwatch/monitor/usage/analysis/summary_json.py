@@ -24,6 +24,14 @@ class WarningDocument(TypedDict):
     figures: dict[str, Any]
 
 
+class NodePart(TypedDict):
+    node: str  # the exporter's instance on that node, e.g. "node01:9306"
+    cpu_used_s: Optional[float]
+    cores_used_mean: Optional[float]
+    memory_peak_bytes: Optional[int]
+    gpus: list[dict[str, Any]]
+
+
 class UsageDocument(TypedDict):
     jobid: str
     # The job's own number (130 for array task 123_4): the exporter's `jobid` label, by which
@@ -53,6 +61,9 @@ class UsageDocument(TypedDict):
     memory: dict[str, Optional[int]]
     gpus_allocated: int
     gpus: list[dict[str, Any]]
+    # Each node's part (NodePart), by node; empty when not measured. Absent from summaries
+    # kept before it was added.
+    per_node: list[NodePart]
     samples: int
     measured: bool
     notes: list[str]
@@ -61,7 +72,7 @@ class UsageDocument(TypedDict):
 
 USAGE_KEYS = tuple(UsageDocument.__annotations__)
 # Keys added after documents were first kept: a kept document may lack them.
-ADDED_KEYS = frozenset({"jobid_raw"})
+ADDED_KEYS = frozenset({"jobid_raw", "per_node"})
 _TYPES: dict[str, type] = {"jobid": str, "user": str, "account": str, "memory": dict,
                            "gpus": list, "notes": list, "warnings": list}
 
@@ -136,6 +147,11 @@ def usage_document(job: JobRecord, summary: UsageSummary,
         },
         "gpus_allocated": summary.gpus_allocated,
         "gpus": [{"gpu": g.gpu, "mean_utilization": g.mean_utilization} for g in summary.gpus],
+        "per_node": [{"node": n.node, "cpu_used_s": n.cpu_used_s,
+                      "cores_used_mean": n.cores_used_mean,
+                      "memory_peak_bytes": n.memory_peak_bytes,
+                      "gpus": [{"gpu": g.gpu, "mean_utilization": g.mean_utilization}
+                               for g in n.gpus]} for n in summary.per_node],
         "samples": summary.samples,
         "measured": summary.measured,
         "notes": list(summary.notes),

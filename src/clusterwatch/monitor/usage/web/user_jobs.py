@@ -17,14 +17,9 @@ from typing import Optional
 
 from clusterwatch.monitor.usage.accounting.interface import Accounting, Unreadable
 from clusterwatch.monitor.usage.accounting_source import accounting
-from clusterwatch.monitor.usage.analysis import rules
-from clusterwatch.monitor.usage.analysis.figures import analyse
-from clusterwatch.monitor.usage.analysis.summary_json import (
-    UsageDocument,
-    kept_document,
-    usage_document,
-)
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, kept_document
 from clusterwatch.monitor.usage.config import UsageConfig, get_config
+from clusterwatch.monitor.usage.job_documents import accounting_document
 from clusterwatch.monitor.usage.models import KeptSummary
 
 LIMIT = 2000  # jobs of a user's list: the newest of the period
@@ -57,9 +52,7 @@ def user_jobs(user: str, since: datetime, *, config: Optional[UsageConfig] = Non
     for record in records:
         document = kept_document(kept.get(record.jobid))  # damaged: accounting's figures
         if document is None:
-            summary = analyse(record, None, config.thresholds)
-            document = usage_document(record, summary,
-                                      rules.check(record, summary, config.thresholds))
+            document = accounting_document(record, config.thresholds)
         documents.append(document)
     documents.sort(key=lambda d: (d["start"] or "9999", d["jobid"]), reverse=True)
     return UserJobs(documents, limit=limit, cut=listing.cut, unreadable=listing.unreadable)
