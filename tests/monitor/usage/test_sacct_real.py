@@ -146,3 +146,14 @@ def ended_at(job: JobRecord) -> datetime:
     assert job.end is not None
     return job.end
 
+
+
+def test_it_lists_the_jobs_running_now_of_every_user(jobs: RealJobs,
+                                                     sacct: SacctAccounting) -> None:
+    running = {job.jobid: job for job in sacct.running_jobs()}
+    assert jobs.running in running  # other tests' jobs may run on the shared cluster too
+    assert not set(jobs.ended) & set(running)  # ended ones are not listed: no time window
+    assert {job.state for job in running.values()} == {"RUNNING"}
+    job = running[jobs.running]
+    assert (job.user, job.end, job.time_limit_s) == (USER, None, 86400)
+    assert job.jobid_raw == jobs.running and job.cpus_allocated == 1

@@ -185,3 +185,14 @@ def test_a_server_that_never_answers_times_out(settings: SlurmDbSettings) -> Non
     with silent_port() as port, pytest.raises(AccountingFailed, match="timed out"):
         SlurmDbAccounting(dataclasses.replace(settings, port=port, timeout_s=1.0)).job("1")
     assert time.monotonic() - started < 5
+
+
+def test_it_lists_the_same_running_jobs_as_sacct(
+        jobs: RealJobs, slurmdb: SlurmDbAccounting, sacct: SacctAccounting) -> None:
+    from_view = {job.jobid: job for job in slurmdb.running_jobs()}
+    from_sacct = {job.jobid: job for job in sacct.running_jobs()}
+    assert jobs.running in from_view and not set(jobs.ended) & set(from_view)
+    # Other tests' jobs may start or end between the two readings: the module's own agree.
+    assert (shared(from_view[jobs.running], "elapsed_s")
+            == shared(from_sacct[jobs.running], "elapsed_s"))
+    assert {job.state for job in from_view.values()} == {"RUNNING"}

@@ -157,3 +157,9 @@ class Accounting(Protocol):
         `array_id` is no array's (a plain job, or a task's own number). InvalidJobId when
         it is not a plain number."""
         ...
+
+    def running_jobs(self) -> Listing:
+        """Every user's jobs that are RUNNING now (not pending, suspended or completing),
+        each array task and heterogeneous component on its own, in no promised order: what
+        usage_watch looks at."""
+        ...

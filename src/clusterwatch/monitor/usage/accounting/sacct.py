@@ -92,6 +92,15 @@ class SacctAccounting:
                                     array_task_number(job.jobid) or 0, job.jobid))
         return Listing(tasks, unreadable=listing.unreadable)
 
+    def running_jobs(self) -> Listing:
+        # sacct --state without --starttime/--endtime takes both as now: the jobs in that
+        # state at this moment (sacct(1)), not every job that ever ran. A job that ended in
+        # the same second may still be listed in another state: kept out.
+        listing = self._read(["--allusers", "--state=RUNNING"],
+                             lambda chunks, d: parse_sacct(chunks, d))
+        return Listing([job for job in listing if job.state == "RUNNING"],
+                       unreadable=listing.unreadable)
+
     def _read(self, selection: Sequence[str],
               parse: Callable[[Iterator[bytes], str], _T]) -> _T:
         delimiter = self._delimiter()

@@ -3,8 +3,9 @@ Slurm implementation (CLUSTERWATCH_ACCOUNTING=slurmdb).
 
 It logs in as the read-only user `create_slurmdb_view` made and reads `<schema>.jobs` only,
 one short connection per call, each with connect and read timeouts. It selects what sacct
-selects (`-j`, `--user --starttime`, `--allusers --starttime`) so the two sources agree on
-every field the view has; MaxRSS and CPU times are not in the view and are None.
+selects (`-j`, `--user --starttime`, `--allusers --starttime`, `--state=RUNNING`) so the
+two sources agree on every field the view has; MaxRSS and CPU times are not in the view and
+are None.
 `SlurmDbAccounting.from_environment()` is what the monitor constructs (slurmdb_settings).
 """
 
@@ -42,6 +43,7 @@ from clusterwatch.monitor.usage.accounting.slurmdb_settings import SlurmDbSettin
 from clusterwatch.monitor.usage.accounting.slurmdb_sql_view import COLUMN_NAMES, VIEW
 
 Clock = Callable[[], datetime]
+JOB_RUNNING = 1  # slurm.h, enum job_states
 
 
 def _user_of_uid(uid: int) -> Optional[str]:
@@ -124,6 +126,14 @@ class SlurmDbAccounting:
         for job in listing:
             latest.setdefault(job.jobid, job)
         return Listing(latest.values(), unreadable=listing.unreadable)
+
+    def running_jobs(self) -> Listing:
+        # RUNNING is state 1 of enum job_states with no flag bit (a completing or
+        # configuring job has one): started, not ended, as sacct --state=RUNNING lists them.
+        listing = self._listing("`state` = %s AND `time_start` > 0 AND `time_end` = 0 "
+                                "ORDER BY `id_job`", [JOB_RUNNING], None)
+        return Listing([job for job in listing if job.state == "RUNNING"],
+                       unreadable=listing.unreadable)
 
     def _window(self, since: datetime) -> list[int]:
         return [_epoch(self._clock()), _epoch(since)]
