@@ -16,6 +16,7 @@ from typing import Any, Optional, cast
 
 from clusterwatch.monitor.core.humanize import duration_text
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
+from clusterwatch.monitor.usage.peer_ranks import PeerRanksDocument, rank_lines
 from clusterwatch.monitor.usage.rendering.figures_text import (
     figure_lines,
     moment_text,
@@ -86,11 +87,15 @@ def opening(document: UsageDocument) -> str:
             f"{one_line(document['state'], 32)}, after {duration_text(document['elapsed_s'])}.")
 
 
-def text_part(document: UsageDocument, *, greeting: str, base_url: str) -> str:
+def text_part(document: UsageDocument, *, greeting: str, base_url: str,
+              ranks: Optional[PeerRanksDocument] = None) -> str:
     found = links(base_url, document["jobid"])
     lines = [f"Hello {one_line(greeting, 60)},", "", opening(document), "",
              "What it asked for and what it used", ""]
     lines += _table(summary_rows(document))
+    if ranks is not None:
+        lines += ["", peers_heading(ranks),
+                  *(f"  {label}: {one_line(text, 200)}" for label, text in rank_lines(ranks))]
     lines += ["", *warnings_text(document)]
     notes = [one_line(note, 400) for note in document["notes"]]
     if notes:
@@ -101,6 +106,11 @@ def text_part(document: UsageDocument, *, greeting: str, base_url: str) -> str:
               f"  {found.pdf}",
               "", "-- ", "clusterwatch usage reports: sent once, when the job ended."]
     return "\n".join(lines) + "\n"
+
+
+def peers_heading(ranks: PeerRanksDocument) -> str:
+    return (f"How it compares with the jobs of partition {one_line(ranks['partition'], 40)} "
+            f"that ended in the {ranks['window_days']} days before it")
 
 
 def warnings_text(document: UsageDocument) -> list[str]:

@@ -39,6 +39,7 @@ from clusterwatch.monitor.usage.mail.settings import (
     smtp_password,
 )
 from clusterwatch.monitor.usage.models import KeptSummary, UsageMail
+from clusterwatch.monitor.usage.peer_ranks import peer_ranks_of
 from clusterwatch.monitor.usage.usage_report import (
     KEEP_AFTER_SCRAPES,
     MetricsUnavailable,
@@ -222,7 +223,7 @@ def _deliver(row: UsageMail, sender: Sender, now: datetime, run: _Run) -> Delive
         return Delivery(row.jobid, MailOutcome.SKIPPED, why)
     try:
         content = compose(document, greeting=greeting_name(document["user"]),
-                          base_url=sender.mail.base_url)
+                          base_url=sender.mail.base_url, ranks=peer_ranks_of(document))
         ticket = run.pdfs.order(document, report.series, report.series_note)
     except Exception as exc:  # a job whose report cannot be drawn must not stop the others
         return _unbuilt(row, sender, exc, now)

@@ -7,9 +7,11 @@ for layout, no images and no script. Every value from the job or accounting is e
 from __future__ import annotations
 
 from html import escape
+from typing import Optional
 
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, WarningDocument
-from clusterwatch.monitor.usage.mail.content import links, opening, subject_of
+from clusterwatch.monitor.usage.mail.content import links, opening, peers_heading, subject_of
+from clusterwatch.monitor.usage.peer_ranks import PeerRanksDocument, rank_lines
 from clusterwatch.monitor.usage.rendering.figures_text import figure_lines, warning_title
 from clusterwatch.monitor.usage.rendering.shown_text import one_line
 from clusterwatch.monitor.usage.rendering.summary_rows import summary_rows
@@ -26,15 +28,17 @@ _BUTTON = ("display:inline-block;background:#1f2a37;color:#ffffff;text-decoratio
            "padding:7px 14px;border-radius:4px;font-weight:bold")
 
 
-def html_part(document: UsageDocument, *, greeting: str, base_url: str) -> str:
+def html_part(document: UsageDocument, *, greeting: str, base_url: str,
+              ranks: Optional[PeerRanksDocument] = None) -> str:
     """The whole text/html part: a document around `html_body`."""
+    body = html_body(document, greeting=greeting, base_url=base_url, ranks=ranks)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(subject_of(document))}</title></head>\n"
-            f"<body style=\"{_BODY}\">\n{html_body(document, greeting=greeting, base_url=base_url)}"
-            "</body></html>\n")
+            f"<body style=\"{_BODY}\">\n{body}</body></html>\n")
 
 
-def html_body(document: UsageDocument, *, greeting: str, base_url: str) -> str:
+def html_body(document: UsageDocument, *, greeting: str, base_url: str,
+              ranks: Optional[PeerRanksDocument] = None) -> str:
     found = links(base_url, document["jobid"])
     parts = [
         "<div style=\"max-width:680px\">",
@@ -42,6 +46,7 @@ def html_body(document: UsageDocument, *, greeting: str, base_url: str) -> str:
         f"<p>{escape(opening(document))}</p>",
         f"<h2 style=\"{_H2}\">What it asked for and what it used</h2>",
         _summary_table(document),
+        _peers(ranks),
         _warnings(document),
         _notes(document),
         f"<p style=\"margin:22px 0 6px\"><a href=\"{escape(found.job_page)}\" "
@@ -64,6 +69,16 @@ def _summary_table(document: UsageDocument) -> str:
         f"<td style=\"{_TD}\">{escape(row.efficiency)}</td></tr>"
         for row in summary_rows(document))
     return f"<table style=\"{_TABLE}\"><tr>{head}</tr>{rows}</table>"
+
+
+def _peers(ranks: Optional[PeerRanksDocument]) -> str:
+    if ranks is None:
+        return ""
+    rows = "".join(f"<tr><th style=\"{_TH}\">{escape(label)}</th>"
+                   f"<td style=\"{_TD}\">{escape(text)}</td></tr>"
+                   for label, text in rank_lines(ranks))
+    return (f"<h2 style=\"{_H2}\">{escape(peers_heading(ranks))}</h2>"
+            f"<table style=\"{_TABLE}\">{rows}</table>")
 
 
 def _warnings(document: UsageDocument) -> str:

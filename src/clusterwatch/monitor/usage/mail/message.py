@@ -15,15 +15,20 @@ from django.core.mail import EmailMultiAlternatives
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.mail.content import MailContent, subject_of, text_part
 from clusterwatch.monitor.usage.mail.html_part import html_body, html_part
+from clusterwatch.monitor.usage.peer_ranks import PeerRanksDocument
 
 PDF_TYPE = "application/pdf"
 
 
-def compose(document: UsageDocument, *, greeting: str, base_url: str) -> MailContent:
-    return MailContent(subject=subject_of(document),
-                       text=text_part(document, greeting=greeting, base_url=base_url),
-                       html=html_part(document, greeting=greeting, base_url=base_url),
-                       html_body=html_body(document, greeting=greeting, base_url=base_url))
+def compose(document: UsageDocument, *, greeting: str, base_url: str,
+            ranks: Optional[PeerRanksDocument] = None) -> MailContent:
+    """The email's parts; `ranks`: the job's peer ranks (peer_ranks.peer_ranks_of), shown
+    in both parts when given."""
+    return MailContent(
+        subject=subject_of(document),
+        text=text_part(document, greeting=greeting, base_url=base_url, ranks=ranks),
+        html=html_part(document, greeting=greeting, base_url=base_url, ranks=ranks),
+        html_body=html_body(document, greeting=greeting, base_url=base_url, ranks=ranks))
 
 
 def attachment_name(jobid: str) -> str:

@@ -13,6 +13,7 @@ from clusterwatch.monitor.core.asking import LOGIN_NEEDED, asker
 from clusterwatch.monitor.core.refusals import Refusal
 from clusterwatch.monitor.core.view_guard import reads_dates
 from clusterwatch.monitor.usage.accounting.interface import AccountingError
+from clusterwatch.monitor.usage.peer_ranks import with_peer_ranks
 from clusterwatch.monitor.usage.web.access import may_see_user
 from clusterwatch.monitor.usage.web.list_params import BadParameter, days_back
 from clusterwatch.monitor.usage.web.report_answers import (
@@ -29,8 +30,9 @@ DEFAULT_DAYS = 30
 @reads_dates()
 @json_view
 def job_usage(request: HttpRequest, jobid: str) -> Any:
-    """GET /api/v1/jobs/<jobid>/usage: the same document as `clusterwatch monitor job_usage`."""
-    return fetch_report(request, jobid, with_series=False).document
+    """GET /api/v1/jobs/<jobid>/usage: the same document as `clusterwatch monitor job_usage`,
+    with the job's `peer_ranks` (computed now, never kept)."""
+    return with_peer_ranks(fetch_report(request, jobid, with_series=False).document)
 
 
 @reads_dates("days")

@@ -17,6 +17,7 @@ from clusterwatch.monitor.core.view_guard import guarded, reads_dates
 from clusterwatch.monitor.usage.mail.message import attachment_name, compose
 from clusterwatch.monitor.usage.mail.recipient import greeting_name
 from clusterwatch.monitor.usage.mail.settings import settings_of
+from clusterwatch.monitor.usage.peer_ranks import peer_ranks_of
 from clusterwatch.monitor.usage.web.page_views import JOB_HINTS, PAGES_OFF, problem_page
 from clusterwatch.monitor.usage.web.report_answers import fetch_report
 
@@ -32,7 +33,8 @@ def mail_page(request: HttpRequest, jobid: str) -> HttpResponse:
     document = report.document
     # Without CLUSTERWATCH_EMAIL_BASE_URL the links point where this page was asked from.
     base_url = settings_of(settings).base_url or request.build_absolute_uri("/")
-    content = compose(document, greeting=greeting_name(document["user"]), base_url=base_url)
+    content = compose(document, greeting=greeting_name(document["user"]), base_url=base_url,
+                      ranks=peer_ranks_of(document))
     return render(request, TEMPLATE, {
         "jobid": document["jobid"], "subject": content.subject, "text": content.text,
         # Built by mail_html, which escapes every value it puts in.

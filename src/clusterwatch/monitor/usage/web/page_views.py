@@ -23,6 +23,7 @@ from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded, reads_
 from clusterwatch.monitor.usage.accounting.interface import AccountingError
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.config import usage_enabled
+from clusterwatch.monitor.usage.peer_ranks import peer_ranks_of, rank_lines
 from clusterwatch.monitor.usage.web.access import may_see_user
 from clusterwatch.monitor.usage.web.api_views import USERNAME_RE
 from clusterwatch.monitor.usage.web.job_page import job_view
@@ -94,7 +95,9 @@ def problem(request: HttpRequest, refusal: Refusal, next_step: str) -> HttpRespo
 def job_page(request: HttpRequest, jobid: str) -> HttpResponse:
     """/usage/jobs/<jobid>/: what the job asked for and used, the advice and the plots."""
     report = fetch_report(request, jobid, with_series=True, listing_plots=True)
-    return render(request, "usage/job.html", {"job": job_view(report)})
+    ranks = peer_ranks_of(report.document)
+    return render(request, "usage/job.html", {"job": job_view(report), "peer_ranks": ranks,
+                                              "rank_lines": rank_lines(ranks)})
 
 
 @reads_dates("since", "until", "days")

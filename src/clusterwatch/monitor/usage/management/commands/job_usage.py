@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from clusterwatch.errors import ConfigError, RunError
 from clusterwatch.monitor.usage.accounting.interface import AccountingConfigError, AccountingError
 from clusterwatch.monitor.usage.config import get_config
+from clusterwatch.monitor.usage.peer_ranks import with_peer_ranks
 from clusterwatch.monitor.usage.usage_report import MetricsUnavailable, load_report
 
 
@@ -34,4 +35,5 @@ class Command(BaseCommand):
             raise ConfigError(str(exc)) from None
         except (AccountingError, MetricsUnavailable) as exc:
             raise RunError(str(exc)) from None
-        self.stdout.write(json.dumps(report.document, indent=1, sort_keys=False))
+        self.stdout.write(json.dumps(with_peer_ranks(report.document), indent=1,
+                                     sort_keys=False))
