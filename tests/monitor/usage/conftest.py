@@ -1,6 +1,7 @@
 """The usage reports' fixtures: the usage site (tests/monitor/usage/site.py: a fake sacct and
 a loopback Prometheus), in process (`usage_site`, `mail_site` with a real SMTP server) or
-for the console script (`site`, and `migrated`: its data directory tmp_path/data)."""
+for the console script (`site`, and `migrated`: its data directory tmp_path/data); a private
+munged for the session (`munged`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from clusterwatch.loopback.munge import LoopbackMunge
 from clusterwatch.loopback.services import MissingComponent
 from clusterwatch.loopback.smtp import SmtpServer
 from clusterwatch.monitor.usage.config import get_config
@@ -86,3 +88,15 @@ def mail_cli(tmp_path: Path, migrated_sqlite: Path) -> Iterator[Cli]:
             yield tool
         finally:
             server.down()
+
+
+@pytest.fixture(scope="session")
+def munged() -> Iterator[LoopbackMunge]:
+    """A private munged with a key of its own (clusterwatch.loopback.munge), started once per
+    session and stopped however it ends; a missing munged fails under CI=true."""
+    try:
+        server = LoopbackMunge()
+    except MissingComponent as missing:
+        unavailable(missing)
+    with server:
+        yield server
