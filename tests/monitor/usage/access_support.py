@@ -2,14 +2,21 @@
 
 The world: alice's job 4242 (account quarkphys, a name and figures of its own); bob, who
 has nothing to do with it; carol, whose own kept job ran under quarkphys (so she is a
-member of the account); root, staff; `Alice`, a user whose name differs from alice's only
-in case. Each asker is a way of sending requests: a session, a token in a header, nothing.
+member of the account); dave, who coordinates quarkphys (the coordinators file) and ran no
+job; root, staff; `Alice`, a user whose name differs from alice's only in case. Each asker
+is a way of sending requests: a session, a token in a header, a MUNGE
+credential, nothing. The MUNGE askers' unmunge is a stand-in that prints what the real one
+prints for each case (tests/monitor/usage/test_munge_auth.py holds the cases against a real
+munged), and their uids are mapped to the world's names (MUNGE_UIDS).
 """
 
 from __future__ import annotations
 
+import atexit
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,16 +29,20 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 from django.utils import timezone
 
+from clusterwatch.monitor.core import munge_auth
 from clusterwatch.monitor.ingest import tokens as host_tokens
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import get_config
+from clusterwatch.monitor.usage.coordinators import VARIABLE as COORDINATORS_VARIABLE
 from clusterwatch.monitor.usage.usage_report import load_report
 from clusterwatch.monitor.usage.web.urls import urlpatterns
 from tests.monitor.usage.site import GiB, UsageSite
 
 OWNER, JOBID, ACCOUNT, JOB_NAME = "alice", "4242", "quarkphys", "hidden-name-q7"
-# What each path's arguments are in the matrix: alice's job, alice's list, a plot metric.
-ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu"}
+# What each path's arguments are in the matrix: alice's job, alice's list, a plot metric,
+# the job's account.
+ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu", "account": ACCOUNT}
+COORDINATOR = "dave"  # the account's coordinator (CLUSTERWATCH_USAGE_COORDINATORS)
 
 
 def pattern_names() -> list[str]:
@@ -62,11 +73,12 @@ class World(NamedTuple):
 def build_world(site: UsageSite, monkeypatch: pytest.MonkeyPatch) -> World:
     """The users, and carol's own kept job under quarkphys; alice's job is not there yet."""
     users = {name: User.objects.create_user(name, password=None, is_staff=name == "root")
-             for name in (OWNER, "bob", "carol", "root", "Alice", CYRILLIC)}
+             for name in (OWNER, "bob", "carol", COORDINATOR, "root", "Alice", CYRILLIC)}
     # As the LDAP backend makes it: saved without create_user's NFKC (which makes it alice).
     users[FULLWIDTH] = User.objects.create(username=FULLWIDTH)
     site.job(MEMBER_JOBID, user="carol", account=ACCOUNT, name="carols-own")
     load_report(MEMBER_JOBID)  # kept: carol's account is known from it
+    monkeypatch.delenv(COORDINATORS_VARIABLE, raising=False)  # only `coordinator` has one
     return World(site, users, monkeypatch)
 
 
@@ -95,6 +107,14 @@ def member(account_access: bool) -> Callable[[World], Client]:
     return build
 
 
+def coordinator(world: World) -> Client:
+    """Dave's session, with a coordinators file that makes him quarkphys' coordinator."""
+    mapping = world.site.sacct.parent / "coordinators.toml"
+    mapping.write_text(f'{ACCOUNT} = ["{COORDINATOR}"]\nother = ["{OWNER}"]\n')
+    world.monkeypatch.setenv(COORDINATORS_VARIABLE, str(mapping))
+    return session(COORDINATOR)(world)
+
+
 def header(value: str) -> Client:
     return Client(HTTP_AUTHORIZATION=value)
 
@@ -107,6 +127,34 @@ def usage_token(name: str, *, revoked: bool = False,
             row.revoked_at = timezone.now()
             row.save()
         return header(f"{scheme} {token}")
+    return build
+
+
+# What the MUNGE askers' credentials prove: alice's and bob's uids on the monitor's host.
+MUNGE_UIDS = {5001: OWNER, 5002: "bob"}
+# The shape of `munge -n`'s output; what it proves is the stand-in's answer, every time it is
+# decoded (the matrix asks five times; a real munged refuses the second: test_munge_auth.py).
+MUNGE_CREDENTIAL = "MUNGE:AwQFAABkN2hcXYZabc123+/def456ghi789jklmnoPQRSTUVWXyz0=:"
+_UNMUNGE = """#!/bin/sh
+cat > /dev/null
+printf 'STATUS:          {status}\\nENCODE_HOST:     127.0.0.1\\nTTL:             300\\n'
+printf 'UID:             {uid}\\nGID:             {uid}\\nLENGTH:          0\\n\\n'
+exit {status}
+"""
+
+
+def munge_credential(uid: int, status: int = 0) -> Callable[[World], Client]:
+    """A MUNGE credential of `uid` that unmunge answers with `status` (17: replayed)."""
+    def build(world: World) -> Client:
+        folder = Path(tempfile.mkdtemp(prefix="cw-unmunge-"))
+        atexit.register(shutil.rmtree, folder, True)
+        program = folder / "unmunge"
+        program.write_text(_UNMUNGE.format(status=status, uid=uid))
+        program.chmod(0o755)
+        world.monkeypatch.setenv("CLUSTERWATCH_MUNGE", "1")
+        world.monkeypatch.setenv("CLUSTERWATCH_UNMUNGE", str(program))
+        world.monkeypatch.setattr(munge_auth, "account_name", MUNGE_UIDS.get)
+        return header(f"MUNGE {MUNGE_CREDENTIAL}")
     return build
 
 
@@ -134,6 +182,7 @@ ASKERS: Mapping[str, Asker] = {
     "other": Asker("bob", session("bob")),
     "member_on": Asker("carol", member(account_access=True)),
     "member_off": Asker("carol", member(account_access=False)),
+    "coordinator": Asker(COORDINATOR, coordinator),
     "staff": Asker("root", session("root")),
     "anonymous": Asker(None, lambda _world: Client()),
     "owner_token": Asker(OWNER, usage_token(OWNER)),
@@ -142,6 +191,9 @@ ASKERS: Mapping[str, Asker] = {
     "wrong_scheme": Asker(None, usage_token(OWNER, scheme="Basic")),
     "malformed": Asker(None, lambda _world: header("Bearer nonsense")),
     "host_token": Asker(None, host_token),
+    "owner_munge": Asker(OWNER, munge_credential(5001)),
+    "other_munge": Asker("bob", munge_credential(5002)),
+    "replayed_munge": Asker(None, munge_credential(5001, status=17)),
     "inactive": Asker(None, inactive(MODEL_BACKEND)),
     "inactive_ldap": Asker(None, inactive(LDAP_BACKEND)),
     "case_twin": Asker("Alice", session("Alice")),

@@ -21,6 +21,7 @@ from django.test import Client
 
 from clusterwatch.monitor.usage.usage_report import load_report
 from tests.monitor.usage.access_support import (
+    ACCOUNT,
     ASKERS,
     JOB_NAME,
     JOBID,
@@ -43,10 +44,15 @@ KINDS = {
     "usage-index": "index", "usage-api-user": "api_user", "usage-api-job": "api_job",
     "usage-job": "page_job", "usage-user": "page_user", "usage-staff": "page_staff",
     "usage-mail": "mail", "usage-pdf": "drawing", "usage-pie": "drawing",
-    "usage-plot": "drawing",
+    "usage-plot": "drawing", "usage-account": "page_account", "usage-accounts": "page_accounts",
 }
 COLUMNS = ("index", "api_user", "api_job", "page_job", "page_user", "page_staff", "mail",
            "drawing")
+# The account pages (/usage/accounts/<account>/, /usage/accounts/): staff and the account's
+# coordinators see them; every other asker gets what the job page gives those it refuses
+# (the login page, or the same 404 as for an unknown account).
+ACCOUNT_COLUMNS = ("page_account", "page_accounts")
+SEE_ACCOUNTS = ("staff", "coordinator")
 S = SEES
 _NO_SCRIPT = (302, 403, 403, 302, 302, 302, 403, 403)  # a header that authenticates nobody
 _ANONYMOUS = (302, 403, 403, 302, 302, 302, 403, 302)
@@ -56,6 +62,7 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
     "other":       (200, 404,  404,  404,   404,   404,  404, 404),
     "member_on":   (200, 404,  S,    S,     404,   404,  S,   S),
     "member_off":  (200, 404,  404,  404,   404,   404,  404, 404),
+    "coordinator": (200, 404,  404,  404,   404,   404,  404, 404),
     "staff":       (S,   S,    S,    S,     S,     S,    S,   S),
     "anonymous":   _ANONYMOUS,
     "owner_token": (302, S,    S,    302,   302,   302,  S,   S),
@@ -64,12 +71,24 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
     "wrong_scheme": _NO_SCRIPT,
     "malformed":   _NO_SCRIPT,
     "host_token":  _NO_SCRIPT,
+    "owner_munge": (302, S,    S,    302,   302,   302,  S,   S),
+    "other_munge": (302, 404,  404,  302,   302,   302,  404, 404),
+    "replayed_munge": _NO_SCRIPT,
     "inactive":    _ANONYMOUS,
     "inactive_ldap": _ANONYMOUS,
     "case_twin":   (200, 404,  404,  404,   404,   404,  404, 404),
     "lookalike_cyrillic":  (200, 404, 404, 404, 404, 404, 404, 404),
     "lookalike_fullwidth": (200, 404, 404, 404, 404, 404, 404, 404),
 }
+
+
+def expected_of(asker: str, kind: str) -> Expected:
+    if kind in ACCOUNT_COLUMNS:
+        if asker in SEE_ACCOUNTS:
+            return SEES
+        refused = EXPECTED[asker][COLUMNS.index("page_job")]
+        return refused if refused == 302 else 404
+    return EXPECTED[asker][COLUMNS.index(kind)]
 
 
 def _shows_job(answer: HttpResponse) -> bool:
@@ -97,6 +116,9 @@ SHOWS: Mapping[str, Callable[[HttpResponse], bool]] = {
     "api_user": _api_user, "api_job": _api_job, "page_job": _shows_job,
     "page_user": _lists_job, "page_staff": _lists_job, "mail": _shows_job,
     "drawing": _drawing,
+    "page_account": lambda answer: f"<h1>Account {ACCOUNT} ".encode() in answer.content,
+    "page_accounts": lambda answer: f'href="/usage/accounts/{ACCOUNT}/'.encode()
+    in answer.content,
 }
 
 
@@ -115,7 +137,7 @@ def test_it_answers_each_asker_of_each_path_as_the_table_says(
         "django.contrib.auth.backends.ModelBackend",
         "clusterwatch.monitor.site.ldap_backend.DirectoryBackend"]
     kind = KINDS[name]
-    expected = EXPECTED[asker][COLUMNS.index(kind)]
+    expected = expected_of(asker, kind)
     world = build_world(usage_site, monkeypatch)
     client = ASKERS[asker].build(world)
     path = path_of(name)

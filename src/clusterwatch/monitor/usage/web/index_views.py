@@ -11,6 +11,7 @@ from clusterwatch.monitor.core.models import LatestReport
 from clusterwatch.monitor.core.operators import is_operator
 from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded, reads_dates
 from clusterwatch.monitor.usage.config import usage_enabled
+from clusterwatch.monitor.usage.coordinators import coordinators_or_none
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.web.page_views import LIST_HINTS, problem_page
 
@@ -49,6 +50,10 @@ def index(request: HttpRequest) -> HttpResponse:
     if request.user.is_staff:
         paths.append(("/usage/staff/", "/usage/staff/",
                       "Staff: the least efficient recent jobs of every user."))
+    if request.user.is_staff or coordinators_or_none().accounts_of(name):
+        paths.append(("/usage/accounts/", "/usage/accounts/",
+                      "Staff and account coordinators: each Slurm account's month, with the "
+                      "three before and the most wasteful jobs and users."))
     return render(request, "usage/index.html", {
         "paths": paths, "example_jobid": jobid,
         "harvester": is_operator(request.user) and LatestReport.objects.exists(),

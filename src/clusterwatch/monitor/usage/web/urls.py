@@ -11,9 +11,11 @@ from __future__ import annotations
 from django.urls import path
 
 from clusterwatch.monitor.usage.web import (
+    account_views,
     api_views,
     page_views,
     render_views,
+    running_views,
 )
 from clusterwatch.monitor.usage.web import (
     index_views as index_view,
@@ -29,6 +31,9 @@ urlpatterns = [
     path("usage/jobs/<str:jobid>/", page_views.job_page, name="usage-job"),
     path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
     path("usage/staff/", page_views.staff_page, name="usage-staff"),
+    path("usage/staff/running/", running_views.running_page, name="usage-staff-running"),
+    path("usage/accounts/", account_views.accounts_index, name="usage-accounts"),
+    path("usage/accounts/<str:account>/", account_views.account_page, name="usage-account"),
     path("mail/<str:jobid>", mail_view.mail_page, name="usage-mail"),
     path("pdf/<str:jobid>", render_views.pdf, name="usage-pdf"),
     path("pie/<str:jobid>/", render_views.pie, name="usage-pie"),
