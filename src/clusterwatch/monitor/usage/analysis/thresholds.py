@@ -1,5 +1,6 @@
 """The thresholds of the warning rules: typed, with defaults from the field reference
-(docs/usage.md names the source of each), loadable from the `[thresholds]` table of a TOML file.
+(docs/usage.md names the source of each), loadable from the `[thresholds]` table of a TOML file;
+those of the alerts while a job runs (usage_watch) from its `[running]` table.
 
 Every ratio is a fraction from 0 to 1, and a value above 1 is refused: the original compared
 a percentage with a fraction in its memory rule, and a threshold written as 80 for 80 %
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from clusterwatch.errors import ConfigError
 from clusterwatch.toml_file import read_toml
@@ -37,9 +38,26 @@ class Thresholds:
 
 DEFAULTS = Thresholds()
 
+
+@dataclass(frozen=True)
+class RunningThresholds:
+    """usage_watch's rules (analysis/running_rules.py), read over the last `idle_for_s`."""
+
+    idle_for_s: int = 3600  # a job is judged after this long, over this window (the issue)
+    gpu_idle_utilization_max: float = 0.0  # a GPU never busier than this in the window: idle
+    cpu_efficiency_min: float = 0.25  # ours: under a quarter of its CPUs busy for the window
+    cpu_min_cpus: int = 4  # "several cores": fewer is a small waste, not worth an email
+    memory_near_limit: float = 0.90  # ours: 90 % of the cgroup's limit on a node
+
+
+RUNNING_DEFAULTS = RunningThresholds()
+
 _FRACTIONS = frozenset({"cpu_efficiency_min", "core_balance_min", "burst_ratio_min",
-                        "memory_efficiency_min", "gpu_utilization_min"})
+                        "memory_efficiency_min", "gpu_utilization_min",
+                        "gpu_idle_utilization_max", "memory_near_limit"})
+_AT_LEAST_ONE = frozenset({"min_samples", "idle_for_s", "cpu_min_cpus"})
 _TABLE = "thresholds"
+_RUNNING = "running"
 
 
 def load_thresholds(path: Optional[Path]) -> Thresholds:
@@ -50,26 +68,48 @@ def load_thresholds(path: Optional[Path]) -> Thresholds:
     """
     if path is None:
         return DEFAULTS
+    document = _document(path)
+    _read_table(path, document, _RUNNING, RunningThresholds)  # a bad value fails everywhere
+    return _read_table(path, document, _TABLE, Thresholds)
+
+
+def load_running_thresholds(path: Optional[Path]) -> RunningThresholds:
+    """The defaults with the file's `[running]` values (the same file, the same checks)."""
+    if path is None:
+        return RUNNING_DEFAULTS
+    document = _document(path)
+    _read_table(path, document, _TABLE, Thresholds)
+    return _read_table(path, document, _RUNNING, RunningThresholds)
+
+
+def _document(path: Path) -> dict[str, Any]:
     document = read_toml(path)
     if document is None:
         raise ConfigError(f"{path} does not exist")
-    unknown = sorted(set(document) - {_TABLE})
+    unknown = sorted(set(document) - {_TABLE, _RUNNING})
     if unknown:
         raise ConfigError(f"{path}: unknown table or key {unknown[0]!r}")
-    table = document.get(_TABLE, {})
+    return document
+
+
+_Kind = TypeVar("_Kind", Thresholds, RunningThresholds)
+
+
+def _read_table(path: Path, document: dict[str, Any], name: str, kind: type[_Kind]) -> _Kind:
+    table = document.get(name, {})
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: {_TABLE} must be a table")
-    fields = {f.name: f for f in dataclasses.fields(Thresholds)}
+        raise ConfigError(f"{path}: {name} must be a table")
+    fields = {f.name: f for f in dataclasses.fields(kind)}
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in fields:
-            raise ConfigError(f"{path}: unknown key {_TABLE}.{key}")
-        values[key] = _checked(path, key, value, fields[key].type)
-    return Thresholds(**values)
+            raise ConfigError(f"{path}: unknown key {name}.{key}")
+        values[key] = _checked(path, f"{name}.{key}", key, value, fields[key].type)
+    return kind(**values)
 
 
-def _checked(path: Path, key: str, value: object, kind: object) -> float:
-    name = f"{path}: {_TABLE}.{key}"
+def _checked(path: Path, where: str, key: str, value: object, kind: object) -> float:
+    name = f"{path}: {where}"
     wants_int = kind in (int, "int")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             wants_int and not isinstance(value, int)):
@@ -78,6 +118,6 @@ def _checked(path: Path, key: str, value: object, kind: object) -> float:
         raise ConfigError(f"{name} must not be negative")
     if key in _FRACTIONS and value > 1:
         raise ConfigError(f"{name} is a fraction from 0 to 1 (write 0.8 for 80 %, not 80)")
-    if key == "min_samples" and value < 1:
+    if key in _AT_LEAST_ONE and value < 1:
         raise ConfigError(f"{name} must be at least 1")
     return value

@@ -5,6 +5,15 @@ Each request has one deadline for the whole exchange (clusterwatch.http_client u
 http_deadline): a server that trickles its answer cannot hold a page longer than the
 timeout. Every way it can fail is a PrometheusError with a short `kind`; no message quotes
 the base URL, which may carry credentials.
+
+Where VictoriaMetrics answers the same request differently (docs/usage.md, "VictoriaMetrics
+and other Prometheus-compatible stores"), every request asks it not to: `nocache=1`, which
+Prometheus ignores, keeps VictoriaMetrics from moving a range query's grid onto multiples of
+its step (it does from 50 points on, so a job's last point was no longer its end) and an
+instant query's time back by its -search.latencyOffset (30 s: the scrape count of a job
+that ended moments ago came up short). A partial answer (`isPartial`, from a cluster whose
+storage nodes did not all answer) is refused: a job read without one of its nodes would be
+kept with figures too small.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from clusterwatch.http_client import HttpResponse, TransportError, request
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a 16-core job's per-core counters at 1,000 points fit
 _DROPPED_LABELS = frozenset({"__name__", "jobid", "user", "job"})
+# Sent with every query: VictoriaMetrics then evaluates it where it was asked (see above).
+_AS_ASKED = {"nocache": "1"}
 
 # (method, url, body, headers, timeout, max_body) -> answer; tests pass their own.
 HttpRequest = Callable[[str, str, Optional[bytes], Optional[Mapping[str, str]], float, int],
@@ -70,13 +81,33 @@ def query_instant(base_url: str, promql: str, at: float, timeout_s: float,
     return _series(data, "vector")
 
 
+def query_vector(base_url: str, promql: str, at: float, timeout_s: float,
+                 http: HttpRequest = request) -> list[tuple[dict[str, str], float]]:
+    """An instant query over many jobs at once (usage_watch): each sample's labels, all of
+    them (`jobid` too), and its value as read, NaN and infinities included (the caller
+    judges them)."""
+    data = _ask(base_url, "/api/v1/query", {"query": promql, "time": _num(at)}, timeout_s, http)
+    if not isinstance(data, dict) or data.get("resultType") != "vector":
+        raise PrometheusError("garbage", "Prometheus' answer is not a vector")
+    rows = data.get("result")
+    if not isinstance(rows, list):
+        raise PrometheusError("garbage", "Prometheus' answer has no result list")
+    samples = []
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("metric"), dict):
+            raise PrometheusError("garbage", "a result of Prometheus' answer has no labels")
+        labels = {str(k): str(v) for k, v in row["metric"].items()}
+        samples.append((labels, _point(row.get("value"))[1]))
+    return samples
+
+
 def _num(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def _ask(base_url: str, path: str, params: Mapping[str, str], timeout_s: float,
          http: HttpRequest) -> Any:
-    body = urllib.parse.urlencode(params).encode()
+    body = urllib.parse.urlencode({**params, **_AS_ASKED}).encode()
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
     try:
         answer = http("POST", base_url.rstrip("/") + path, body, headers, timeout_s,
@@ -96,6 +127,9 @@ def _ask(base_url: str, path: str, params: Mapping[str, str], timeout_s: float,
         detail = f": {str(error)[:200]}" if isinstance(error, str) else ""
         kind = "unavailable" if answer.status in (502, 503, 504) else "refused"
         raise PrometheusError(kind, f"Prometheus answered HTTP {answer.status}{detail}")
+    if document.get("isPartial") is True:
+        raise PrometheusError("unavailable", "Prometheus answered with part of the series "
+                              "only (isPartial: a storage node did not answer)")
     return document.get("data")
 
 
