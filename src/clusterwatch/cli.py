@@ -34,6 +34,8 @@ PARTS = {
     "jobs": ("clusterwatch.jobs.cli",
              "per-job exporter: metrics from cgroups and /proc for Prometheus"),
     "monitor": ("clusterwatch.monitor.site.cli", "the central web app: Django management commands"),
+    "usage": ("clusterwatch.monitor.usage.terminal.cli",
+              "your jobs' usage reports in the terminal (asked vs used, arrays, advice)"),
 }
 
 Handler = Callable[[argparse.Namespace], int]
