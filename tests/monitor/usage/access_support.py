@@ -41,7 +41,8 @@ from tests.monitor.usage.site import GiB, UsageSite
 OWNER, JOBID, ACCOUNT, JOB_NAME = "alice", "4242", "quarkphys", "hidden-name-q7"
 # What each path's arguments are in the matrix: alice's job, alice's list, a plot metric,
 # the job's account.
-ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu", "account": ACCOUNT}
+ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu", "account": ACCOUNT,
+             "array_id": "4300"}
 COORDINATOR = "dave"  # the account's coordinator (CLUSTERWATCH_USAGE_COORDINATORS)
 
 
@@ -86,6 +87,9 @@ def add_hidden_job(site: UsageSite) -> None:
     """Alice's job 4242 as accounting and Prometheus know it."""
     start, end = site.job(JOBID, user=OWNER, account=ACCOUNT, name=JOB_NAME, req_mem="7G")
     site.measured(JOBID, start, end, busy_cpus=0.75, memory_bytes=1.5 * GiB)
+    for task in (1, 2):  # her array 4300, asked of /api/v1/arrays/4300/usage
+        site.job(f"4300_{task}", raw_id=str(4300 + 2 - task), user=OWNER, account=ACCOUNT,
+                 name=JOB_NAME)
 
 
 def session(name: str, backend: str = MODEL_BACKEND) -> Callable[[World], Client]:

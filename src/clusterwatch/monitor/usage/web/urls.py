@@ -13,6 +13,7 @@ from django.urls import path
 from clusterwatch.monitor.usage.web import (
     account_views,
     api_views,
+    array_views,
     page_views,
     render_views,
     running_views,
@@ -28,6 +29,7 @@ urlpatterns = [
     path("", index_view.index, name="usage-index"),
     path("api/v1/users/<str:username>", api_views.user_usage, name="usage-api-user"),
     path("api/v1/jobs/<str:jobid>/usage", api_views.job_usage, name="usage-api-job"),
+    path("api/v1/arrays/<str:array_id>/usage", array_views.array_usage, name="usage-api-array"),
     path("usage/jobs/<str:jobid>/", page_views.job_page, name="usage-job"),
     path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
     path("usage/staff/", page_views.staff_page, name="usage-staff"),

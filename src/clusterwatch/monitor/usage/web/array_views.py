@@ -1,0 +1,64 @@
+"""GET /api/v1/arrays/<id>/usage: an array job as one summary and its tasks' documents.
+
+The same document as `clusterwatch usage --json ID` computes on a login node
+(analysis/arrays.array_document): each task's kept summary where it has one, else
+accounting's own figures (one accounting call for the array, no Prometheus query per task).
+An array whose tasks the asker may not all see is answered as an unknown job, byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from clusterwatch.monitor.core.asking import LOGIN_NEEDED, asker
+from clusterwatch.monitor.core.refusals import Refusal
+from clusterwatch.monitor.core.view_guard import reads_dates
+from clusterwatch.monitor.usage.accounting.interface import (
+    AccountingError,
+    InvalidJobId,
+    check_array_id,
+)
+from clusterwatch.monitor.usage.accounting_source import accounting
+from clusterwatch.monitor.usage.analysis.arrays import array_document
+from clusterwatch.monitor.usage.analysis.summary_json import kept_document
+from clusterwatch.monitor.usage.config import get_config
+from clusterwatch.monitor.usage.job_documents import accounting_document
+from clusterwatch.monitor.usage.models import KeptSummary
+from clusterwatch.monitor.usage.web.access import visibility
+from clusterwatch.monitor.usage.web.report_answers import (
+    NO_SUCH_JOB,
+    accounting_refusal,
+    json_view,
+)
+
+_KEPT_BATCH = 500  # ids per query (SQLite's bound on parameters)
+
+
+@reads_dates()
+@json_view
+def array_usage(request: HttpRequest, array_id: str) -> Any:
+    user = asker(request)
+    if user is None:
+        raise Refusal(403, LOGIN_NEEDED)
+    try:
+        check_array_id(array_id)
+    except InvalidJobId as exc:
+        raise Refusal(400, str(exc)) from None
+    config = get_config()
+    try:
+        tasks = accounting(config).array_tasks(array_id)
+    except AccountingError as exc:
+        raise accounting_refusal(exc) from None
+    visible = visibility(user, config)
+    if not tasks or not all(visible(task.user, task.account) for task in tasks):
+        raise Refusal(404, NO_SUCH_JOB)
+    ids = [task.jobid for task in tasks]
+    kept: dict[str, object] = {}
+    for first in range(0, len(ids), _KEPT_BATCH):
+        kept.update(KeptSummary.objects.filter(jobid__in=ids[first:first + _KEPT_BATCH])
+                    .values_list("jobid", "document"))
+    documents = [kept_document(kept.get(task.jobid))
+                 or accounting_document(task, config.thresholds) for task in tasks]
+    return array_document(array_id, documents, config.thresholds)
