@@ -47,6 +47,14 @@ class SourceError(RunError):
     """The source failed (down, refused, answered garbage): one line, exit 1."""
 
 
+class NotFound(UnknownJob):
+    """The monitor has no such job the asker may see (it never says which of the two)."""
+
+    def __init__(self, jobid: str) -> None:
+        super().__init__(jobid)
+        self.args = (f"the monitor has no job {jobid} that you may see",)
+
+
 @dataclass
 class JobList:
     documents: list[dict[str, Any]]
@@ -144,7 +152,8 @@ class MonitorSource:
     def user_jobs(self, user: str, since: datetime) -> JobList:
         days = min(max(math.ceil((self._clock() - since) / timedelta(days=1)), 1), 366)
         answer = self._get(f"/api/v1/users/{urllib.parse.quote(user, safe='')}"
-                           f"?days={days}", None)
+                           f"?days={days}", None,
+                           missing=f"the monitor has no user {user} whose jobs you may see")
         jobs = answer.get("jobs") if isinstance(answer, dict) else None
         if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
             raise SourceError("the monitor's answer is not a list of jobs")
@@ -158,15 +167,17 @@ class MonitorSource:
     def report_url(self, jobid: str) -> Optional[str]:
         return f"{self.settings.url}/usage/jobs/{jobid}/"
 
-    def _get(self, path: str, jobid: Optional[str]) -> Any:
+    def _get(self, path: str, jobid: Optional[str], *, missing: str = "") -> Any:
+        """The answer's JSON; NotFound for a 404 about `jobid`, else SourceError (`missing`:
+        what a 404 means here)."""
         headers = {"Accept": "application/json", "Authorization": self._authorization()}
         try:
             answer = self._http("GET", self.settings.url + path, headers=headers,
                                 timeout=self.settings.timeout_s, max_body=MAX_ANSWER)
         except TransportError as exc:
-            raise SourceError(f"the monitor did not answer ({exc.kind})") from None
+            raise SourceError(f"the monitor did not answer: {exc.kind}") from None
         if answer.status == 404 and jobid is not None:
-            raise UnknownJob(jobid)
+            raise NotFound(jobid)
         try:
             body = json.loads(answer.body)
         except ValueError:
@@ -178,7 +189,8 @@ class MonitorSource:
         if answer.status == 403:
             raise SourceError(f"the monitor refused the request{said}")
         if answer.status == 404:
-            raise SourceError(f"the monitor has no such page{said} (is the URL its base?)")
+            raise SourceError(missing or f"the monitor has no such page{said} (is the URL "
+                              "its base?)")
         raise SourceError(f"the monitor answered HTTP {answer.status}{said}")
 
     def _authorization(self) -> str:
