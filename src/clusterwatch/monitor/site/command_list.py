@@ -27,6 +27,7 @@ MONITOR_COMMANDS: tuple[tuple[str, str], ...] = (
     ("job_usage", "a job's usage report as JSON"),
     ("create_usage_token", "an API token for scripts (usage and image-demand APIs) as USER"),
     ("usage_mail", "queue and send the end-of-job usage emails (its timer runs it)"),
+    ("usage_watch", "email owners of running jobs that idle or near their memory limit"),
     ("usage_monthly", "each account's month from the kept summaries (--month YYYY-MM)"),
     ("usage_mailprog", "Slurm's MailProg: the usage email of SLURM_JOB_ID"),
     ("create_slurmdb_view", "the usage reports' view of Slurm's database, its read-only user"),

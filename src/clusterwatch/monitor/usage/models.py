@@ -87,3 +87,48 @@ class UsageMailCursor(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} at {self.last_run:%Y-%m-%d %H:%M:%S}"
+
+
+class UsageAlert(models.Model):
+    """A rule a running job broke (usage_watch): the outbox row of its email to the job's
+    owner, written before any send is tried, one per (job, rule) whatever later runs find,
+    so the owner hears of each rule once. Claimed with one conditional UPDATE, as UsageMail.
+    `last_seen_at` is the last run that found the rule broken: the staff page lists the rows
+    the latest run saw (its time in UsageMailCursor `usage_watch`)."""
+
+    PENDING, SENT, FAILED = "pending", "sent", "failed"
+    STATES = [(PENDING, "pending"), (SENT, "sent"), (FAILED, "failed")]
+
+    jobid = models.CharField(max_length=32)
+    rule = models.CharField(max_length=32)  # analysis/running_rules.CODES
+    user = models.CharField(max_length=64)
+    account = models.CharField(max_length=64, blank=True)
+    partition = models.CharField(max_length=64, blank=True)
+    name = models.CharField(max_length=200, blank=True)  # the job's, as its owner wrote it
+    recipient = models.CharField(max_length=254, blank=True)  # "": no address known
+    # What the job holds of the cluster, as accounting said when the rule was first broken.
+    cpus = models.PositiveIntegerField(default=0)
+    gpus = models.PositiveIntegerField(default=0)
+    memory_bytes = models.BigIntegerField(null=True)
+    job_start = models.DateTimeField(null=True)
+    # The alert as the rule wrote it when it was first broken, and as the latest run did.
+    message = models.CharField(max_length=500)
+    advice = models.CharField(max_length=500)
+    figures = models.JSONField(default=dict)
+    state = models.CharField(max_length=16, choices=STATES, default=PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim = models.CharField(max_length=32, blank=True)
+    last_error = models.CharField(max_length=300, blank=True)  # one line, never a secret
+    created_at = models.DateTimeField(default=timezone.now)  # first found broken
+    last_seen_at = models.DateTimeField(default=timezone.now, db_index=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["jobid", "rule"],
+                                               name="alert_once_per_job_rule")]
+        indexes = [models.Index(fields=["state", "next_attempt_at"], name="alert_due")]
+
+    def __str__(self) -> str:
+        return f"{self.rule} of job {self.jobid} ({self.state})"
