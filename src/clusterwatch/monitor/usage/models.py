@@ -132,3 +132,35 @@ class UsageAlert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rule} of job {self.jobid} ({self.state})"
+
+
+class MonthlyMail(models.Model):
+    """One account's monthly report to one of its coordinators (usage_monthly --mail): the
+    outbox row, written before any send is tried, one per (month, account, coordinator)
+    whatever runs, crashes and reruns happen; claimed with one conditional UPDATE before it
+    is sent, as UsageMail is (mail/monthly_outbox.py)."""
+
+    PENDING, SENT, FAILED = "pending", "sent", "failed"
+    STATES = [(PENDING, "pending"), (SENT, "sent"), (FAILED, "failed")]
+
+    month = models.CharField(max_length=7)  # YYYY-MM
+    account = models.CharField(max_length=64)
+    user = models.CharField(max_length=64)  # the coordinator
+    recipient = models.CharField(max_length=254)
+    state = models.CharField(max_length=16, choices=STATES, default=PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim = models.CharField(max_length=32, blank=True)
+    last_error = models.CharField(max_length=300, blank=True)  # one line, never a secret
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["month", "account", "user"],
+                                               name="monthly_once")]
+        indexes = [models.Index(fields=["month", "state", "next_attempt_at"],
+                                name="monthly_due")]
+
+    def __str__(self) -> str:
+        return f"{self.month} report of {self.account} to {self.user} ({self.state})"

@@ -1,9 +1,8 @@
 """What the account pages show: one account's month (the figures of `usage_monthly`, from
 the same functions) with the three months before, and the staff's index of accounts.
 
-Pure but for `month_reports`, the one read: accounts_source.month_jobs (one query) and
-analysis.accounts.monthly_reports, exactly as the command and the monthly email use them, so
-the page can never say other figures than the email did.
+Pure: the reports come from accounts_source.month_reports (one query), which the command
+and the monthly email use too, so the page can never say other figures than the email did.
 """
 
 from __future__ import annotations
@@ -14,28 +13,9 @@ from datetime import datetime
 from typing import Optional
 from urllib.parse import quote
 
-from clusterwatch.monitor.usage.accounts_source import month_jobs
-from clusterwatch.monitor.usage.analysis.accounts import (
-    EARLIER_MONTHS,
-    AccountFigures,
-    AccountReport,
-    Month,
-    Wasted,
-    monthly_reports,
-)
+from clusterwatch.monitor.usage.analysis.accounts import AccountReport, Month, Wasted
+from clusterwatch.monitor.usage.rendering.account_rows import MonthRow, hours, month_row
 from clusterwatch.monitor.usage.rendering.shown_text import shown
-from clusterwatch.monitor.usage.rendering.summary_rows import percent
-
-
-@dataclass(frozen=True)
-class MonthRow:
-    month: str
-    jobs: str
-    cpu_hours: str
-    gpu_hours: str
-    cpu_efficiency: str
-    memory_efficiency: str
-    wasted_cpu_hours: str
 
 
 @dataclass(frozen=True)
@@ -65,14 +45,6 @@ class IndexRow:
     figures: Optional[MonthRow]  # None: no kept job ran in the month
 
 
-def month_reports(month: Month, account: Optional[str] = None) -> list[AccountReport]:
-    """The month's reports, as `usage_monthly` computes them."""
-    first = month
-    for _ in range(EARLIER_MONTHS):
-        first = first.previous()
-    return monthly_reports(month_jobs(first, month, account), month, account=account)
-
-
 def account_url(account: str, month: Optional[Month] = None) -> str:
     return f"/usage/accounts/{quote(account)}/" + (f"?month={month}" if month else "")
 
@@ -99,16 +71,6 @@ def index_rows(accounts: Iterable[str], reports: Iterable[AccountReport]) -> lis
     return [IndexRow(shown(name), account_url(name),
                      month_row(by_name[name].figures) if name in by_name else None)
             for name in sorted(set(accounts) | set(by_name))]
-
-
-def month_row(figures: AccountFigures) -> MonthRow:
-    return MonthRow(figures.month, f"{figures.jobs:,}", hours(figures.cpu_hours),
-                    hours(figures.gpu_hours), percent(figures.cpu_efficiency),
-                    percent(figures.memory_efficiency), hours(figures.wasted_cpu_hours))
-
-
-def hours(value: float) -> str:
-    return f"{value:,.1f}"
 
 
 def _wasted(item: Wasted, url: str) -> WastedRow:

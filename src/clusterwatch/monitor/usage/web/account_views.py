@@ -18,14 +18,11 @@ from django.utils import timezone
 
 from clusterwatch.monitor.core.refusals import Refusal
 from clusterwatch.monitor.core.view_guard import reads_dates
+from clusterwatch.monitor.usage.accounts_source import month_reports
 from clusterwatch.monitor.usage.analysis.accounts import Month
 from clusterwatch.monitor.usage.coordinators import ACCOUNT_RE, coordinators_or_none
 from clusterwatch.monitor.usage.models import KeptSummary
-from clusterwatch.monitor.usage.web.account_page import (
-    account_view,
-    index_rows,
-    month_reports,
-)
+from clusterwatch.monitor.usage.web.account_page import account_view, index_rows
 from clusterwatch.monitor.usage.web.page_views import NO_SUCH_PAGE, SOURCES_DOWN, usage_page
 
 NO_SUCH_ACCOUNT = "no account with this name that you may see"

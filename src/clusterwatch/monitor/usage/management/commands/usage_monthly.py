@@ -1,7 +1,12 @@
-"""`clusterwatch monitor usage_monthly [--month YYYY-MM] [--account A] [--json]`: each Slurm
-account's month from the kept summaries (docs/usage.md, "Monthly account reports").
+"""`clusterwatch monitor usage_monthly [--month YYYY-MM] [--account A] [--json | --mail]`:
+each Slurm account's month from the kept summaries (docs/usage.md, "Monthly account
+reports"); `--mail` sends each account's report to its coordinators
+(CLUSTERWATCH_USAGE_COORDINATORS), once per account, month and coordinator, through the
+end-of-job email's SMTP settings (run by clusterwatch-usage-monthly.timer).
 
-Exit 0 (an empty month says so), 2 a bad --month (one line).
+Exit 0 (an empty month says so; also nothing to send), 1 some send failed (one line each on
+stderr; retried by the next run), 2 a bad --month or --json with --mail (one line), 78 a
+configuration error.
 """
 
 from __future__ import annotations
@@ -11,36 +16,43 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any, Optional
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from clusterwatch.monitor.usage.accounts_source import month_jobs
-from clusterwatch.monitor.usage.analysis.accounts import (
-    EARLIER_MONTHS,
-    AccountFigures,
-    AccountReport,
-    Month,
-    monthly_reports,
-)
+from clusterwatch.errors import ConfigError, RunError
+from clusterwatch.monitor.usage.accounts_source import month_reports
+from clusterwatch.monitor.usage.analysis.accounts import AccountFigures, AccountReport, Month
+from clusterwatch.monitor.usage.coordinators import VARIABLE, configured_path, coordinators
+from clusterwatch.monitor.usage.mail.monthly_delivery import queue, send_due
+from clusterwatch.monitor.usage.mail.settings import require_sending, settings_of, smtp_password
 
 
 class Command(BaseCommand):
     help = ("Each Slurm account's month from the kept summaries: jobs, CPU- and GPU-hours "
             "allocated, efficiencies weighted by CPU-hours, the most wasteful jobs and users, "
-            "the three months before. Exit 0, 2 a bad --month.")
+            "the three months before; --mail sends each account's to its coordinators. Exit "
+            "0, 1 a send failed, 2 a bad --month, 78 configuration error.")
+    # Django's system checks load every URL and view: seconds a timer's run has no use for.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--month", metavar="YYYY-MM",
                             help="the calendar month (UTC); default: the last complete one")
         parser.add_argument("--account", metavar="A", help="this account alone")
         parser.add_argument("--json", action="store_true", help="a JSON document")
+        parser.add_argument("--mail", action="store_true",
+                            help="send each account's report to its coordinators "
+                                 f"({VARIABLE}), once per month")
 
     def handle(self, *args: Any, **options: Any) -> None:
         month = _month(options["month"])
         account: Optional[str] = options["account"]
-        first = month
-        for _ in range(EARLIER_MONTHS):
-            first = first.previous()
-        reports = monthly_reports(month_jobs(first, month, account), month, account=account)
+        if options["mail"] and options["json"]:
+            raise CommandError("--json and --mail exclude each other", returncode=2)
+        if options["mail"]:
+            self._mail(month, account)
+            return
+        reports = month_reports(month, account)
         if options["json"]:
             self.stdout.write(json.dumps({"month": str(month), "accounts": [
                 asdict(report) for report in reports]}, indent=1))
@@ -49,6 +61,32 @@ class Command(BaseCommand):
                               + (f" for account {account}." if account else "."))
         else:
             self.stdout.write("\n\n".join(_text(report) for report in reports))
+
+
+    def _mail(self, month: Month, account: Optional[str]) -> None:
+        mail = settings_of(settings)
+        require_sending(mail)
+        if configured_path() is None:
+            raise ConfigError(f"{VARIABLE} is not set: the monthly email goes to each "
+                              "account's coordinators, named in that file")
+        found = coordinators()
+        password = smtp_password(mail)
+        now = datetime.now(timezone.utc)
+        reports = month_reports(month, account)
+        written, lost = queue(reports, found, mail, now)
+        results = send_due(reports, str(month), mail, password, now, account)
+        self.stderr.write(f"usage_monthly: {len(reports)} account{'s' if len(reports) != 1 else ''}"
+                          f" ran jobs in {month}, {written} email{'s' if written != 1 else ''}"
+                          f" queued, {len(results)} tried")
+        for result in results:
+            (self.stderr if result.outcome.failure else self.stdout).write(result.line(
+                str(month)))
+        failures = [result for result in [*lost, *results] if result.outcome.failure]
+        for result in lost:
+            self.stderr.write(result.line(str(month)))
+        if failures:
+            raise RunError(f"{len(failures)} monthly email{'s' if len(failures) != 1 else ''}"
+                           " not sent (retried by the next run)")
 
 
 def _month(text: Optional[str]) -> Month:
