@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import os
 import random
 import shutil
@@ -45,7 +44,7 @@ from clusterwatch.loopback.job_series import Burst, JobHistory, JobPlan, Usage, 
 from clusterwatch.loopback.prometheus_history import prometheus_with_history
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_usage_pages import sacct_output  # noqa: E402 (a sibling benchmark's data)
+from bench_usage_pages import sacct_output  # a sibling benchmark's data
 
 GiB = 1024**3
 JOBID = "7700001"
