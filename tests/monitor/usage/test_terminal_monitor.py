@@ -55,6 +55,9 @@ def test_the_monitors_documents_are_printed_as_the_api_answers_them(
     assert "peer_ranks" in document and document["cpu_efficiency"] == pytest.approx(0.5, 0.02)
     status, out, _err = usage(capsys, *mine, "4242")
     assert status == 0 and f"Report with plots: {live_server.url}/usage/jobs/4242/" in out
+    # The monitor's peer ranks, in its words (too few kept jobs on `cpu` here).
+    assert ("CPU efficiency among the last 30 days' jobs: not enough jobs to compare"
+            in out)
 
     status, out, _err = usage(capsys, *mine, "--json", "90")
     array = json.loads(out)

@@ -78,16 +78,14 @@ def bar(fraction: Optional[float], style: Style, width: int = BAR_WIDTH) -> str:
 
 
 def rank_lines(ranks: Mapping[str, Any]) -> list[str]:
-    """The peer ranks the monitor adds to a document it serves (`peer_ranks`), as sentences."""
+    """The peer ranks the monitor adds to a document it serves (`peer_ranks`), in its words."""
     found = []
     for key, label in (("cpu_efficiency", "CPU efficiency"),
                        ("memory_efficiency", "Memory efficiency")):
         rank = ranks.get(key)
         if isinstance(rank, Mapping) and isinstance(rank.get("text"), str):
-            found.append(f"  {label}: {shown(rank['text'])}")
-    if found:
-        where = shown(str(ranks.get("partition", "")))
-        found.insert(0, f"  Among the jobs of partition {where} of the last 30 days:")
+            found.append(f"  {label} among the last {ranks.get('window_days', 30)} days' "
+                         f"jobs: {shown(rank['text'])}")
     return found
 
 
