@@ -139,6 +139,22 @@ def test_a_row_another_run_holds_is_left_to_it_and_a_crashed_runs_is_sent_later(
     assert MonthlyMail.objects.get(id=row.id).claim == ""
 
 
+def test_of_two_runs_that_listed_a_row_at_once_one_claims_it(monthly: SmtpServer) -> None:
+    now = datetime.now(UTC)
+    row, created = monthly_outbox.enqueue(MARCH, "cms", user="erin",
+                                          recipient="erin@example.org", now=now)
+    again, created_again = monthly_outbox.enqueue(MARCH, "cms", user="erin",
+                                                  recipient="other@example.org", now=now)
+    assert (created, created_again, again.id, again.recipient) == (
+        True, False, row.id, "erin@example.org")
+    assert monthly_outbox.due(MARCH, now) == monthly_outbox.due(MARCH, now) == [row.id]
+    first = monthly_outbox.claim(row.id, now)
+    assert first is not None and monthly_outbox.claim(row.id, now) is None
+    monthly_outbox.sent(first, now)
+    later = now + timedelta(hours=1)
+    assert monthly_outbox.due(MARCH, later) == [] and monthly_outbox.claim(row.id, later) is None
+
+
 def test_a_coordinator_without_an_address_is_one_line_and_exit_1(
         monthly: SmtpServer, settings: Any) -> None:
     settings.USAGE_MAIL = mail_settings(domain="")  # erin has no address now
