@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterwatch.monitor.usage.terminal.settings import FILE_KEYS, read_settings
 from clusterwatch.watch import health
 from clusterwatch.watch.config import load_config
 from clusterwatch.watch.decisions import DEFAULT_THRESHOLDS
@@ -78,3 +79,15 @@ def test_it_ships_units_that_run_the_cli_verbs_that_exist(unit: Path) -> None:
             assert program == "gunicorn", argv
             module, _, name = next(a for a in argv[1:] if not a.startswith("-")).partition(":")
             assert hasattr(importlib.import_module(module), name or "application")
+
+
+def test_the_example_login_node_file_reads_as_documented() -> None:
+    example = ROOT / "examples" / "usage" / "usage.toml"
+    settings = read_settings({"CLUSTERWATCH_USAGE_CONFIG": str(example)})
+    assert settings.monitor is not None and settings.local is None
+    assert (settings.monitor.url, settings.monitor.timeout_s) == (
+        "https://monitor.example.org", 30.0)
+    # Its commented keys are the file's keys: uncommented, they read too.
+    text = example.read_text()
+    keys = re.findall(r"^# ([a-z_]+) = ", text, re.MULTILINE)
+    assert keys and set(keys) <= set(FILE_KEYS)
