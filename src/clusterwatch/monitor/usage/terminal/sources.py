@@ -165,7 +165,13 @@ class MonitorSource:
                        [str(u.get("reason", "")) for u in lost if isinstance(u, dict)])
 
     def report_url(self, jobid: str) -> Optional[str]:
-        return f"{self.settings.url}/usage/jobs/{jobid}/"
+        # Shown on the terminal: never with the credentials a URL may carry.
+        parts = urllib.parse.urlsplit(self.settings.url)
+        host = parts.hostname or ""
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port
+                                                           else "")
+        base = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        return f"{base}/usage/jobs/{jobid}/"
 
     def _get(self, path: str, jobid: Optional[str], *, missing: str = "") -> Any:
         """The answer's JSON; NotFound for a 404 about `jobid`, else SourceError (`missing`:
@@ -182,7 +188,9 @@ class MonitorSource:
             body = json.loads(answer.body)
         except ValueError:
             body = None
-        if answer.status == 200 and body is not None:
+        if answer.status == 200:
+            if body is None:
+                raise SourceError("the monitor's answer is not JSON (is the URL its base?)")
             return body
         error = body.get("error") if isinstance(body, dict) else None
         said = f": {str(error)[:200]}" if isinstance(error, str) and error else ""
