@@ -1,4 +1,5 @@
-"""Real Prometheus, node_exporter and Alertmanager on 127.0.0.1, one context manager each.
+"""Real Prometheus, node_exporter, Alertmanager and VictoriaMetrics on 127.0.0.1, one context
+manager each.
 
 Each service is started by the harness's one supervisor (loopback/supervisor.py): a free
 port picked at start (when another process grabs it before the service binds it, the start is
@@ -41,8 +42,9 @@ from clusterwatch.loopback.supervisor import (  # re-exported: callers import th
 
 __all__ = ["LOG_TAIL_LINES", "LOOPBACK", "PORT_ATTEMPTS", "STARTUP_TIMEOUT", "STOP_TIMEOUT",
            "MissingComponent", "Service", "ServiceStartError", "alertmanager", "free_port",
-           "log_tail", "node_exporter", "prometheus", "require_binary", "stop_process",
-           "track", "vector_rows", "wait_for_query"]
+           "log_tail", "make_searchable", "node_exporter", "prometheus", "remote_write_url",
+           "require_binary", "stop_process", "track", "vector_rows", "victoria_metrics",
+           "wait_for_query"]
 
 STARTUP_TIMEOUT = 30.0  # seconds for a service to answer its readiness URL
 
@@ -52,6 +54,7 @@ _DEBIAN_PACKAGES = {
     "promtool": "prometheus",
     "prometheus-node-exporter": "prometheus-node-exporter",
     "prometheus-alertmanager": "prometheus-alertmanager",
+    "victoria-metrics": "victoria-metrics",
 }
 # Upstream release tarballs name two of the binaries differently.
 _UPSTREAM_NAMES = {
@@ -156,10 +159,16 @@ def prometheus(
     alertmanager_url: Optional[str] = None,
     *,
     rule_files: Sequence[Path] = (),
+    remote_write: Sequence[str] = (),
     binary: Optional[str] = None,
     startup_timeout: float = STARTUP_TIMEOUT,
 ) -> Iterator[Service]:
     """Prometheus scraping `{job: ["127.0.0.1:PORT", ...]}`, storage and config in `workdir`.
+
+    `remote_write`: loopback URLs (e.g. `remote_write_url(victoria_metrics(...))`) sent every
+    sample Prometheus stores, staleness markers included, in batches of at most one scrape
+    interval (Prometheus' default waits 5 s), so another store holds the same samples a
+    moment after Prometheus does.
 
     Ready when /-/ready answers 200; use `wait_for_query` to wait for the first scrapes.
     """
@@ -178,6 +187,11 @@ def prometheus(
     }
     if rule_files:
         config["rule_files"] = [os.path.abspath(path) for path in rule_files]
+    if remote_write:
+        config["remote_write"] = [
+            {"url": _loopback_url(url), "queue_config": {"batch_send_deadline": scrape_interval}}
+            for url in remote_write
+        ]
     if alertmanager_url is not None:
         parts = urllib.parse.urlsplit(alertmanager_url)
         config["alerting"] = {
@@ -204,6 +218,74 @@ def prometheus(
         "prometheus", command, "/-/ready", workdir / "prometheus.log", startup_timeout
     ) as service:
         yield service
+
+
+@contextlib.contextmanager
+def victoria_metrics(
+    workdir: Path,
+    *,
+    scrape_targets: Optional[Mapping[str, Sequence[str]]] = None,
+    scrape_interval: str = "1s",
+    retention: str = "1d",
+    latency_offset: str = "0s",
+    binary: Optional[str] = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+) -> Iterator[Service]:
+    """A VictoriaMetrics single node (Debian's `victoria-metrics`), storage in `workdir`.
+
+    Fed by remote write (`prometheus(..., remote_write=[remote_write_url(store)])`), or, with
+    `scrape_targets`, scraping `{job: ["127.0.0.1:PORT", ...]}` itself every
+    `scrape_interval` (-promscrape.config: the same scrape configuration Prometheus reads).
+    Its Prometheus query API is under the base URL (`/api/v1/query_range`).
+
+    `latency_offset` (-search.latencyOffset, 30 s by default) hides the newest samples from
+    queries: a test that reads a job a few seconds after it ended needs them all. The response
+    cache is off (-search.disableCache): a test's data arrives while it queries. Ready when
+    /health answers 200.
+    """
+    exe = binary or require_binary("victoria-metrics")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    scrape: list[str] = []
+    if scrape_targets is not None:
+        config = {
+            "global": {"scrape_interval": scrape_interval},
+            "scrape_configs": [
+                {"job_name": job,
+                 "static_configs": [{"targets": [_loopback_address(t) for t in targets]}]}
+                for job, targets in scrape_targets.items()
+            ],
+        }
+        config_path = workdir / "scrape.yml"
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        scrape = [f"-promscrape.config={config_path}"]
+
+    def command(port: int) -> list[str]:
+        return [
+            exe,
+            f"-httpListenAddr={LOOPBACK}:{port}",
+            f"-storageDataPath={workdir / 'data'}",
+            f"-retentionPeriod={retention}",
+            f"-search.latencyOffset={latency_offset}",
+            "-search.disableCache",
+            *scrape,
+        ]
+
+    with _running(
+        "victoria-metrics", command, "/health", workdir / "victoria-metrics.log", startup_timeout
+    ) as service:
+        yield service
+
+
+def remote_write_url(store: Service) -> str:
+    """Where Prometheus sends its samples to `store` (VictoriaMetrics' remote write API)."""
+    return f"{store.url}/api/v1/write"
+
+
+def make_searchable(store: Service) -> None:
+    """Makes what VictoriaMetrics `store` received so far answer queries now: it does so in
+    batches of its own, a new store's first about 10 s after it started."""
+    http_get(f"{store.url}/internal/force_flush", timeout=5.0)
 
 
 @contextlib.contextmanager
@@ -328,6 +410,11 @@ def _start(
         startup_timeout=startup_timeout)
     return Service(name=name, url=f"http://{LOOPBACK}:{daemon.port}", process=daemon.process,
                    log_path=log_path)
+
+
+def _loopback_url(url: str) -> str:
+    _loopback_address(urllib.parse.urlsplit(url).netloc)
+    return url
 
 
 def _loopback_address(address: str) -> str:
