@@ -64,7 +64,9 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
     "other":       (200, 404,  404,  404,   404,   404,  404, 404),
     "member_on":   (200, 404,  S,    S,     404,   404,  S,   S),
     "member_off":  (200, 404,  404,  404,   404,   404,  404, 404),
-    "coordinator": (200, 404,  404,  404,   404,   404,  404, 404),
+    # The coordinator of the job's account: its jobs (the account page links them), not
+    # its users' lists.
+    "coordinator": (200, 404,  S,    S,     404,   404,  S,   S),
     "staff":       (S,   S,    S,    S,     S,     S,    S,   S),
     "anonymous":   _ANONYMOUS,
     "owner_token": (302, S,    S,    302,   302,   302,  S,   S),

@@ -1,7 +1,8 @@
 """Who may see which job's report (who is asking is the kernel's: `core.asking`).
 
 Staff see every job; a user sees their own jobs (the monitor's user name is the scheduler's
-user name: LDAP's uid, or a local account of the same name), and, when
+user name: LDAP's uid, or a local account of the same name), the jobs of the accounts they
+coordinate (CLUSTERWATCH_USAGE_COORDINATORS: their account page links those jobs), and, when
 CLUSTERWATCH_USAGE_ACCOUNT_ACCESS is on, the jobs of the accounts their own recent jobs ran
 under. A refusal never says whether the job exists: the views answer it as an unknown job.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterwatch.monitor.usage.config import UsageConfig
+from clusterwatch.monitor.usage.coordinators import coordinators_or_none
 from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.usage_report import Visibility
 
@@ -21,6 +23,7 @@ def visibility(user: Any, config: UsageConfig) -> Visibility:
         return lambda _user, _account: True
     name = user.get_username()
     accounts = _accounts_of(name) if config.account_access else frozenset()
+    accounts |= coordinators_or_none().accounts_of(name)
     return lambda job_user, account: job_user == name or account in accounts
 
 
