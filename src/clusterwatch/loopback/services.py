@@ -238,10 +238,11 @@ def victoria_metrics(
     `scrape_interval` (-promscrape.config: the same scrape configuration Prometheus reads).
     Its Prometheus query API is under the base URL (`/api/v1/query_range`).
 
-    `latency_offset` (-search.latencyOffset, 30 s by default) hides the newest samples from
-    queries: a test that reads a job a few seconds after it ended needs them all. The response
-    cache is off (-search.disableCache): a test's data arrives while it queries. Ready when
-    /health answers 200.
+    `latency_offset` (-search.latencyOffset, 30 s by default, 1 s at the least) hides the
+    newest samples from queries: a test that reads a job a few seconds after it ended needs
+    them all. Every other query setting is VictoriaMetrics' default, as a site runs it (its
+    response cache and the grid alignment that comes with it included). Fresh samples answer
+    queries once it flushed them (`make_searchable`). Ready when /health answers 200.
     """
     exe = binary or require_binary("victoria-metrics")
     workdir = Path(workdir)
@@ -267,7 +268,6 @@ def victoria_metrics(
             f"-storageDataPath={workdir / 'data'}",
             f"-retentionPeriod={retention}",
             f"-search.latencyOffset={latency_offset}",
-            "-search.disableCache",
             *scrape,
         ]
 

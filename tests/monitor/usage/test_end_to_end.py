@@ -11,24 +11,33 @@ job was given, not by what it was meant to get: Slurm's elapsed time also counts
 and end, which a loaded machine can stretch, so a busy job whose own figure fell below the
 rule's threshold must be warned too (expected_warnings). The pages must show exactly the API's
 warnings, and the email poller must mail each warned job, once, with the PDF attached.
+
+The same jobs' series are also in VictoriaMetrics (remote-written by the Prometheus): the
+reports computed from it (`clusterwatch monitor job_usage`) must equal the API's, computed
+from Prometheus, and so must every series the plots draw.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
 from clusterwatch.loopback.monitor_client import Session, get
+from clusterwatch.loopback.services import Service
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.analysis.thresholds import DEFAULTS
+from clusterwatch.monitor.usage.metrics.prometheus_api import query_instant
+from clusterwatch.monitor.usage.metrics.series import JobSeries, fetch_job_series, selector
 from clusterwatch.monitor.usage.rendering.summary_rows import percent
 from tests.components import need_binary
 from tests.monitor.usage.end_to_end_jobs import MiB, RanJob
@@ -46,6 +55,13 @@ CPU_TOLERANCE = 0.02  # of the allocated CPU time: the exporter reads the same c
 # getrusage's peak RSS also counts the interpreter's mapped files, which the exporter's
 # anonymous memory (what the job needs) leaves out: about 6 MiB for python3.
 MEMORY_TOLERANCE = 16 * MiB
+# Both stores hold the same samples (remote write) and are read on the same grid, so the
+# reports from VictoriaMetrics must equal Prometheus': every number to one part in 10^9
+# (what a store may lose writing a double as a decimal), everything else exactly.
+STORE_TOLERANCE = 1e-9
+# What a document reads from the monitor's database, not from the series: the reports on
+# VictoriaMetrics have a database of their own, without the other jobs' kept summaries.
+FROM_THE_DATABASE = frozenset({"peer_ranks"})
 
 IMAGE = re.compile(r'<img src="([^"]+)"')
 
@@ -156,7 +172,8 @@ def test_the_user_page_and_list_show_every_job_with_its_warnings(
     listed = {d["jobid"]: d for d in json.loads(body)["jobs"]}
     assert status == 200 and set(listed) == {job.jobid for job in stack.jobs}
     for job in stack.jobs:  # each from its kept summary, the same as the job's own answer
-        assert listed[job.jobid] == documents[job.plan.name]
+        # but for the peer ranks, which the job's answer computes when asked, never keeps
+        assert listed[job.jobid] == from_the_series(documents[job.plan.name])
 
 
 def test_the_poller_mails_each_warned_job_once_with_its_pdf(
@@ -183,6 +200,94 @@ def test_the_poller_mails_each_warned_job_once_with_its_pdf(
     again = stack.console("usage_mail")  # sends before it exits: nothing more will come
     assert again.returncode == 0, again.stderr
     assert len(stack.smtp.messages) == len(messages), "a job was mailed twice"
+
+
+@pytest.fixture(scope="module")
+def victoria_documents(stack: Stack) -> Documents:
+    """Each job's document from `clusterwatch monitor job_usage JOBID` (the console script)
+    with CLUSTERWATCH_PROMETHEUS_URL pointed at VictoriaMetrics."""
+    need_binary("victoria-metrics")
+    found: Documents = {}
+    runs = stack.consoles_on_victoria(*(("job_usage", job.jobid) for job in stack.jobs))
+    for job, done in zip(stack.jobs, runs):
+        assert done.returncode == 0, done.stderr
+        found[job.plan.name] = json.loads(done.stdout)
+    return found
+
+
+def test_victoria_metrics_gives_each_job_the_figures_and_warnings_prometheus_gives(
+        stack: Stack, documents: Documents, victoria_documents: Documents,
+        record_property: Callable[[str, object], None]) -> None:
+    for job in stack.jobs:
+        on_prometheus = documents[job.plan.name]
+        on_victoria = victoria_documents[job.plan.name]
+        assert on_victoria["measured"] and on_victoria["cpu_source"] == "exporter"
+        assert codes(on_victoria) == codes(on_prometheus)
+        assert_same(from_the_series(on_victoria), from_the_series(on_prometheus))
+        record_property(f"{job.plan.name} on prometheus and victoria-metrics", json.dumps({
+            key: [on_prometheus[key], on_victoria[key]]
+            for key in ("cpu_efficiency", "memory_peak_bytes", "samples", "elapsed_s")}))
+
+
+def test_victoria_metrics_gives_the_plots_the_series_prometheus_gives(
+        stack: Stack, documents: Documents, record_property: Callable[[str, object], None],
+        ) -> None:
+    need_binary("victoria-metrics")
+    assert stack.victoria is not None
+    for job in stack.jobs:
+        document = documents[job.plan.name]
+        on_prometheus, on_victoria = (job_series(store, document)
+                                      for store in (stack.prometheus, stack.victoria))
+        assert (on_victoria.start, on_victoria.end, on_victoria.step, on_victoria.samples) == (
+            on_prometheus.start, on_prometheus.end, on_prometheus.step, on_prometheus.samples)
+        assert on_prometheus.get("cpu_seconds") and on_prometheus.get("memory_rss_bytes")
+        for key in set(on_prometheus.series) | set(on_victoria.series):
+            theirs, ours = on_prometheus.series.get(key, ()), on_victoria.series.get(key, ())
+            assert [s.labels for s in ours] == [s.labels for s in theirs], key
+            for mine, reference in zip(ours, theirs):
+                assert_same([list(p) for p in mine.points],
+                            [list(p) for p in reference.points], key)
+        # How each store's increase() reads the job's CPU time over its life (the monitor
+        # reads the raw counter instead): docs/usage.md shows what was measured here.
+        increases = [lifetime_increase(store, document, on_prometheus)
+                     for store in (stack.prometheus, stack.victoria)]
+        total = sum(s.points[-1][1] for s in on_prometheus.get("cpu_seconds") or ())
+        record_property(f"{job.plan.name} cpu seconds: counter, increase() on prometheus and "
+                        "victoria-metrics", json.dumps([total, *increases]))
+        assert increases[1] == pytest.approx(total, rel=1e-6)  # no extrapolation, from 0
+
+
+def from_the_series(document: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in document.items() if key not in FROM_THE_DATABASE}
+
+
+def job_series(store: Service, document: dict[str, Any]) -> JobSeries:
+    return fetch_job_series(store.url, document["jobid_raw"],
+                            datetime.fromisoformat(document["start"].replace("Z", "+00:00")),
+                            datetime.fromisoformat(document["end"].replace("Z", "+00:00")),
+                            scrape_interval_s=1)
+
+
+def lifetime_increase(store: Service, document: dict[str, Any], series: JobSeries) -> float:
+    life = math.ceil(series.end - series.start + 1)
+    promql = f"increase({selector('jobs_cpu_seconds_total', document['jobid_raw'])}[{life}s])"
+    return sum(s.points[-1][1] for s in query_instant(store.url, promql, series.end, 10.0))
+
+
+def assert_same(ours: object, theirs: object, where: str = "") -> None:
+    """Equal JSON values, numbers to STORE_TOLERANCE (relative)."""
+    if isinstance(theirs, dict):
+        assert isinstance(ours, dict) and set(ours) == set(theirs), (where, ours, theirs)
+        for key in theirs:
+            assert_same(ours[key], theirs[key], f"{where}.{key}")
+    elif isinstance(theirs, list):
+        assert isinstance(ours, list) and len(ours) == len(theirs), (where, ours, theirs)
+        for index, (mine, reference) in enumerate(zip(ours, theirs)):
+            assert_same(mine, reference, f"{where}[{index}]")
+    elif isinstance(theirs, (int, float)) and not isinstance(theirs, bool):
+        assert ours == pytest.approx(theirs, rel=STORE_TOLERANCE, abs=STORE_TOLERANCE), where
+    else:
+        assert ours == theirs, where
 
 
 def given(job: RanJob, document: dict[str, Any]) -> float:
