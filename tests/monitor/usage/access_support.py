@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
@@ -30,19 +31,25 @@ from django.urls import URLPattern, reverse
 from django.utils import timezone
 
 from clusterwatch.monitor.core import munge_auth
+from clusterwatch.monitor.core.tokens import digest
 from clusterwatch.monitor.ingest import tokens as host_tokens
 from clusterwatch.monitor.usage import api_tokens
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.coordinators import VARIABLE as COORDINATORS_VARIABLE
+from clusterwatch.monitor.usage.models import ShareLink
 from clusterwatch.monitor.usage.usage_report import load_report
 from clusterwatch.monitor.usage.web.urls import urlpatterns
 from tests.monitor.usage.site import GiB, UsageSite
 
 OWNER, JOBID, ACCOUNT, JOB_NAME = "alice", "4242", "quarkphys", "hidden-name-q7"
+# A link alice made to her job 4242 (the world's row): a test's constant, opening nothing
+# anywhere else.
+SHARE_PREFIX = "cws_matrix00"
+SHARE_TOKEN = SHARE_PREFIX + "_" + "m" * 43
 # What each path's arguments are in the matrix: alice's job, alice's list, a plot metric,
-# the job's account.
+# the job's account, alice's share link.
 ARGUMENTS = {"jobid": JOBID, "username": OWNER, "metric": "cpu", "account": ACCOUNT,
-             "array_id": "4300"}
+             "array_id": "4300", "token": SHARE_TOKEN}
 COORDINATOR = "dave"  # the account's coordinator (CLUSTERWATCH_USAGE_COORDINATORS)
 
 
@@ -72,9 +79,13 @@ class World(NamedTuple):
 
 
 def build_world(site: UsageSite, monkeypatch: pytest.MonkeyPatch) -> World:
-    """The users, and carol's own kept job under quarkphys; alice's job is not there yet."""
+    """The users, carol's own kept job under quarkphys and alice's share link to her job
+    4242, valid a week; alice's job is not there yet."""
     users = {name: User.objects.create_user(name, password=None, is_staff=name == "root")
              for name in (OWNER, "bob", "carol", COORDINATOR, "root", "Alice", CYRILLIC)}
+    ShareLink.objects.create(jobid=JOBID, made_by=users[OWNER], prefix=SHARE_PREFIX,
+                             digest=digest(SHARE_TOKEN),
+                             expires_at=timezone.now() + timedelta(days=7))
     # As the LDAP backend makes it: saved without create_user's NFKC (which makes it alice).
     users[FULLWIDTH] = User.objects.create(username=FULLWIDTH)
     site.job(MEMBER_JOBID, user="carol", account=ACCOUNT, name="carols-own")

@@ -47,6 +47,9 @@ KINDS = {
     "usage-mail": "mail", "usage-pdf": "drawing", "usage-pie": "drawing",
     "usage-plot": "drawing", "usage-account": "page_account", "usage-accounts": "page_accounts",
     "usage-staff-running": "page_running",
+    "usage-job-share": "share",  # POSTed to: the owner makes a link
+    "usage-shared": "shared", "usage-shared-pdf": "shared_drawing",
+    "usage-shared-pie": "shared_drawing", "usage-shared-plot": "shared_drawing",
 }
 COLUMNS = ("index", "api_user", "api_job", "page_job", "page_user", "page_staff", "mail",
            "drawing")
@@ -86,7 +89,25 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
 }
 
 
+# A share link (the world's, alice's) opens her job's report to whoever holds it, whatever
+# else they send; it stops when its maker is made inactive: the 404 of a wrong link.
+SHARED_COLUMNS = ("shared", "shared_drawing")
+CLOSED_LINK = ("inactive", "inactive_ldap")
+# The link's paths look at no session and no header, so they are asked by one asker of each
+# way of sending (a session of the owner, of anyone, of staff; a token; a refused MUNGE
+# credential; a malformed header; nothing; the owner made inactive), not by all of them.
+SHARED_ASKERS = ("owner", "other", "staff", "owner_token", "replayed_munge", "malformed",
+                 "anonymous", "inactive")
+# What the world's POSTs send to the sharing form.
+POSTED = {"share": {"days": "7"}}
+
+
 def expected_of(asker: str, kind: str) -> Expected:
+    if kind in SHARED_COLUMNS:
+        return 404 if asker in CLOSED_LINK else SEES
+    if kind == "share":  # the job's owner only, by a session: the page's refusals otherwise
+        refused = EXPECTED[asker][COLUMNS.index("page_job")]
+        return SEES if asker == "owner" else 302 if refused == 302 else 404
     if kind == "page_running":  # staff's: no job of alice's in it; others the staff page's
         return 200 if asker == "staff" else EXPECTED[asker][COLUMNS.index("page_staff")]
     if kind in ACCOUNT_COLUMNS:
@@ -126,6 +147,8 @@ SHOWS: Mapping[str, Callable[[HttpResponse], bool]] = {
     "page_account": lambda answer: f"<h1>Account {ACCOUNT} ".encode() in answer.content,
     "page_accounts": lambda answer: f'href="/usage/accounts/{ACCOUNT}/'.encode()
     in answer.content,
+    "share": lambda answer: b'value="http://testserver/usage/shared/cws_' in answer.content,
+    "shared": _shows_job, "shared_drawing": _drawing,
 }
 
 
@@ -135,8 +158,13 @@ def test_it_has_a_row_for_every_usage_path_and_asker() -> None:
     assert all(len(row) == len(COLUMNS) for row in EXPECTED.values())
 
 
-@pytest.mark.parametrize("asker", sorted(ASKERS))
-@pytest.mark.parametrize("name", pattern_names())
+def _cases() -> list[tuple[str, str]]:
+    return [(name, asker) for name in pattern_names() for asker in sorted(ASKERS)
+            if KINDS.get(name) not in SHARED_COLUMNS or asker in SHARED_ASKERS]
+
+
+@pytest.mark.parametrize(("name", "asker"), _cases(),
+                         ids=[f"{name}-{asker}" for name, asker in _cases()])
 def test_it_answers_each_asker_of_each_path_as_the_table_says(
         usage_site: UsageSite, monkeypatch: pytest.MonkeyPatch, settings: object,
         name: str, asker: str) -> None:
@@ -148,11 +176,11 @@ def test_it_answers_each_asker_of_each_path_as_the_table_says(
     world = build_world(usage_site, monkeypatch)
     client = ASKERS[asker].build(world)
     path = path_of(name)
-    unknown, unknown_down = _ask(client, path, world)
+    unknown, unknown_down = _ask(client, path, world, kind)
     add_hidden_job(usage_site)
-    live = client.get(path)
+    live = _request(client, path, kind)
     load_report(JOBID)  # kept, whoever asked before
-    kept, kept_down = _ask(client, path, world)
+    kept, kept_down = _ask(client, path, world, kind)
     if expected == SEES:
         for answer in (live, kept):
             assert answer.status_code == 200, answer.content[:300]
@@ -168,10 +196,18 @@ def test_it_answers_each_asker_of_each_path_as_the_table_says(
         assert answer.leaks(ASKERS[asker].user) == [], answer.body[:300]
 
 
-def _ask(client: Client, path: str, world: World) -> tuple[HttpResponse, HttpResponse]:
+def _ask(client: Client, path: str, world: World,
+         kind: str) -> tuple[HttpResponse, HttpResponse]:
     """The answer, and the answer while sacct fails."""
-    answer = client.get(path)
+    answer = _request(client, path, kind)
     world.site.fail("sacct: error: Problem talking to the database: Connection refused")
-    down = client.get(path)
+    down = _request(client, path, kind)
     world.site.fail("")
     return answer, down
+
+
+def _request(client: Client, path: str, kind: str) -> HttpResponse:
+    """A GET, or the POST of a form's path."""
+    if kind in POSTED:
+        return client.post(path, POSTED[kind])
+    return client.get(path)

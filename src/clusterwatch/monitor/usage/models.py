@@ -1,8 +1,10 @@
-"""What the usage reports keep: each ended job's summary and the end-of-job emails; and the
-admin's face of the API tokens (the model is the kernel's, `core.models.ApiToken`)."""
+"""What the usage reports keep: each ended job's summary, the end-of-job emails, the links
+that share one job's report (`share_links`); and the admin's face of the API tokens (the
+model is the kernel's, `core.models.ApiToken`)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -164,3 +166,25 @@ class MonthlyMail(models.Model):
 
     def __str__(self) -> str:
         return f"{self.month} report of {self.account} to {self.user} ({self.state})"
+
+
+class ShareLink(models.Model):
+    """A link that shows one job's report (page, PDF, plots) to whoever holds it, without a
+    login, until it expires or is revoked (`share_links`). Made by the job's owner; the link
+    carries a random secret of its own, of which only a lookup prefix and a SHA-256 digest
+    are kept, as the API tokens' are: the table alone opens nothing."""
+
+    jobid = models.CharField(max_length=32, db_index=True)  # the document's, as made
+    made_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="share_links")
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                   null=True, blank=True, related_name="+")
+
+    def __str__(self) -> str:
+        return f"share link {self.prefix}… of job {self.jobid}"

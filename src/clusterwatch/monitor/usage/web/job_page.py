@@ -51,6 +51,29 @@ class Image:
 
 
 @dataclass(frozen=True)
+class ReportPaths:
+    """Where the page's drawings and documents are: the job's own paths (`OWN_PATHS`), or
+    those under a share link's page (`ReportPaths(root)`), which has no JSON document."""
+
+    root: str = ""  # "": the job's own paths
+
+    def plot(self, jobid: str, metric: str) -> str:
+        return f"{self.root}plot/{metric}" if self.root else f"/plot/{jobid}/{metric}"
+
+    def pie(self, jobid: str) -> str:
+        return f"{self.root}pie" if self.root else f"/pie/{jobid}/"
+
+    def pdf(self, jobid: str) -> str:
+        return f"{self.root}pdf" if self.root else f"/pdf/{jobid}"
+
+    def json(self, jobid: str) -> str:
+        return "" if self.root else f"/api/v1/jobs/{jobid}/usage"
+
+
+OWN_PATHS = ReportPaths()
+
+
+@dataclass(frozen=True)
 class JobView:
     jobid: str
     name: str
@@ -74,13 +97,13 @@ class JobView:
     plots_note: str  # why there are no plots ("" when there are)
     pie: Optional[Image]
     pdf_url: str
-    json_url: str
+    json_url: str  # "" where the page has no JSON document (a share link's)
 
 
-def job_view(report: UsageReport) -> JobView:
+def job_view(report: UsageReport, paths: ReportPaths = OWN_PATHS) -> JobView:
     d = report.document
     jobid = d["jobid"]
-    plots = _plots(report)
+    plots = _plots(report, paths)
     limit = d["time_limit_s"]
     return JobView(
         # Names as every report shows them (shown_text): one line, no bidi controls, capped.
@@ -100,8 +123,8 @@ def job_view(report: UsageReport) -> JobView:
                        if d["memory_source"] == ACCOUNTING
                        else "the job's own memory (RSS + shared memory)"),
         plots=plots, plots_note="" if plots else (report.series_note or SERIES_NOT_MEASURED),
-        pie=_pie(d),
-        pdf_url=f"/pdf/{jobid}", json_url=f"/api/v1/jobs/{jobid}/usage")
+        pie=_pie(d, paths),
+        pdf_url=paths.pdf(jobid), json_url=paths.json(jobid))
 
 
 def memory_kinds(document: UsageDocument) -> tuple[MemoryKind, ...]:
@@ -131,7 +154,7 @@ def memory_kinds(document: UsageDocument) -> tuple[MemoryKind, ...]:
     )
 
 
-def _plots(report: UsageReport) -> tuple[Image, ...]:
+def _plots(report: UsageReport, paths: ReportPaths) -> tuple[Image, ...]:
     jobid = report.document["jobid"]
     width, height = (round(side * DPI) for side in PLOT_SIZE_IN)
     if report.series is None:
@@ -141,15 +164,15 @@ def _plots(report: UsageReport) -> tuple[Image, ...]:
     else:
         names = measured_metrics(report.series)
     return tuple(
-        Image(f"/plot/{jobid}/{name}", METRICS[name].title,
+        Image(paths.plot(jobid, name), METRICS[name].title,
               f"{METRICS[name].title} of job {jobid} over its life", width, height)
         for name in names)
 
 
-def _pie(document: UsageDocument) -> Optional[Image]:
+def _pie(document: UsageDocument, paths: ReportPaths) -> Optional[Image]:
     if document["cpu_user_s"] is None or document["cpu_system_s"] is None:
         return None
     width, height = (round(side * DPI) for side in PIE_SIZE_IN)
     jobid = document["jobid"]
-    return Image(f"/pie/{jobid}/", "User vs system CPU time",
+    return Image(paths.pie(jobid), "User vs system CPU time",
                  f"Pie chart of job {jobid}'s CPU time: user vs system", width, height)

@@ -36,6 +36,7 @@ from clusterwatch.monitor.usage.web.list_params import (
 )
 from clusterwatch.monitor.usage.web.report_answers import accounting_refusal, fetch_report
 from clusterwatch.monitor.usage.web.row_markup import user_rows
+from clusterwatch.monitor.usage.web.share_rows import sharing_of
 from clusterwatch.monitor.usage.web.staff_rows import STAFF_ROWS, least_efficient
 from clusterwatch.monitor.usage.web.user_jobs import user_jobs
 from clusterwatch.monitor.usage.web.user_page import user_view
@@ -74,9 +75,12 @@ def problem_page(hints: Mapping[int, str]) -> Callable[[HttpRequest, Refusal], H
     return lambda request, refusal: problem(request, refusal, hints.get(refusal.status, ""))
 
 
+REPORTS_OFF = "the usage reports are off on this monitor"
+
+
 def _off_page(request: HttpRequest) -> HttpResponse:
     # No hint: nothing the reader can do about it.
-    return problem(request, Refusal(404, "the usage reports are off on this monitor"), "")
+    return problem(request, Refusal(404, REPORTS_OFF), "")
 
 
 PAGES_OFF = Feature(usage_enabled, _off_page)
@@ -96,8 +100,9 @@ def job_page(request: HttpRequest, jobid: str) -> HttpResponse:
     """/usage/jobs/<jobid>/: what the job asked for and used, the advice and the plots."""
     report = fetch_report(request, jobid, with_series=True, listing_plots=True)
     ranks = peer_ranks_of(report.document)
-    return render(request, "usage/job.html", {"job": job_view(report), "peer_ranks": ranks,
-                                              "rank_lines": rank_lines(ranks)})
+    return render(request, "usage/job.html", {
+        "job": job_view(report), "peer_ranks": ranks, "rank_lines": rank_lines(ranks),
+        "sharing": sharing_of(request.user, report, timezone.now())})
 
 
 @reads_dates("since", "until", "days")

@@ -17,6 +17,7 @@ from clusterwatch.monitor.usage.config import get_config, usage_enabled
 from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.rendering.cache import RenderCache
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric, series_keys
+from clusterwatch.monitor.usage.usage_report import UsageReport
 from clusterwatch.monitor.usage.web.report_answers import fetch_report
 
 drawing = guarded(text_refusal, feature=Feature(usage_enabled, "the usage reports are off on "
@@ -27,30 +28,46 @@ drawing = guarded(text_refusal, feature=Feature(usage_enabled, "the usage report
 @reads_dates()
 @drawing
 def pdf(request: HttpRequest, jobid: str) -> HttpResponse:
-    report = fetch_report(request, jobid, with_series=True)
+    return pdf_answer(fetch_report(request, jobid, with_series=True))
+
+
+@reads_dates()
+@drawing
+def pie(request: HttpRequest, jobid: str) -> HttpResponse:
+    return pie_answer(fetch_report(request, jobid, with_series=False))
+
+
+@reads_dates()
+@drawing
+def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
+    keys = plot_keys(metric)  # a bad name is refused before any source is asked
+    # A kept job's plot reads only its metric's series (its cache key hashes those); a job
+    # not kept yet reads all of them, for the analysis its document comes from.
+    return plot_answer(fetch_report(request, jobid, with_series=True, series_keys=keys), metric)
+
+
+# The answers themselves, for the job's own paths and a share link's alike (shared_views).
+
+def pdf_answer(report: UsageReport) -> HttpResponse:
     body = rendered.report_pdf(_cache(), report.document, report.series, report.series_note)
     answer = HttpResponse(body, content_type="application/pdf")
     answer["Content-Disposition"] = f'inline; filename="job-{report.document["jobid"]}-usage.pdf"'
     return answer
 
 
-@reads_dates()
-@drawing
-def pie(request: HttpRequest, jobid: str) -> HttpResponse:
-    report = fetch_report(request, jobid, with_series=False)
+def pie_answer(report: UsageReport) -> HttpResponse:
     return HttpResponse(rendered.pie_png(_cache(), report.document), content_type="image/png")
 
 
-@reads_dates()
-@drawing
-def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
+def plot_keys(metric: str) -> frozenset[str]:
+    """The series `metric`'s plot reads; a Refusal (400) for a name that is none."""
     try:
-        keys = series_keys(metric)  # a bad name is refused before any source is asked
+        return series_keys(metric)
     except UnknownMetric as exc:
         raise Refusal(400, str(exc)) from None
-    # A kept job's plot reads only its metric's series (its cache key hashes those); a job
-    # not kept yet reads all of them, for the analysis its document comes from.
-    report = fetch_report(request, jobid, with_series=True, series_keys=keys)
+
+
+def plot_answer(report: UsageReport, metric: str) -> HttpResponse:
     body = rendered.plot_png(_cache(), report.document, report.series, metric,
                              report.series_note)
     return HttpResponse(body, content_type="image/png")

@@ -26,13 +26,18 @@ from clusterwatch.monitor.usage.accounting.interface import (
     UnknownJob,
 )
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
-from clusterwatch.monitor.usage.usage_report import MetricsUnavailable, UsageReport, load_report
+from clusterwatch.monitor.usage.usage_report import (
+    MetricsUnavailable,
+    UsageReport,
+    Visibility,
+    load_report,
+)
 from clusterwatch.monitor.usage.web.access import visibility
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LOGIN_NEEDED", "NO_SUCH_JOB", "Refusal", "accounting_refusal", "fetch_report",
-           "json_view"]
+           "json_view", "owned_by", "report_or_refusal"]
 
 NO_SUCH_JOB = "no job with this id that you may see"
 # The usage API's answer when the reports are off: the variable that turns them on.
@@ -47,10 +52,18 @@ def fetch_report(request: HttpRequest, jobid: str, *, with_series: bool,
     user = asker(request)
     if user is None:
         raise Refusal(403, LOGIN_NEEDED)
+    return report_or_refusal(jobid, visibility(user, get_config()), with_series=with_series,
+                             series_keys=series_keys, listing_plots=listing_plots)
+
+
+def report_or_refusal(jobid: str, visible: Visibility, *, with_series: bool,
+                      series_keys: Optional[Set[str]] = None,
+                      listing_plots: bool = False) -> UsageReport:
+    """The report of `jobid` if `visible` lets it be seen, or the Refusal to send instead: a
+    job `visible` refuses is the unknown job's 404 (asked of accounting alike)."""
     try:
-        return load_report(jobid, with_series=with_series,
-                           visible=visibility(user, get_config()), series_keys=series_keys,
-                           listing_plots=listing_plots)
+        return load_report(jobid, with_series=with_series, visible=visible,
+                           series_keys=series_keys, listing_plots=listing_plots)
     except InvalidJobId as exc:
         raise Refusal(400, str(exc)) from None
     except UnknownJob:
@@ -59,6 +72,12 @@ def fetch_report(request: HttpRequest, jobid: str, *, with_series: bool,
         raise accounting_refusal(exc) from None
     except MetricsUnavailable as exc:
         raise Refusal(503, f"the job's metrics are not available now: {exc}") from None
+
+
+def owned_by(name: str) -> Visibility:
+    """Only the jobs of the user named `name`, exactly (a share link's rule: its maker's own
+    job, whatever staff or an account's members may see)."""
+    return lambda job_user, _account: job_user == name
 
 
 def accounting_refusal(exc: AccountingError) -> Refusal:

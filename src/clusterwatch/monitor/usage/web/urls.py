@@ -17,6 +17,8 @@ from clusterwatch.monitor.usage.web import (
     page_views,
     render_views,
     running_views,
+    share_views,
+    shared_views,
 )
 from clusterwatch.monitor.usage.web import (
     index_views as index_view,
@@ -31,6 +33,12 @@ urlpatterns = [
     path("api/v1/jobs/<str:jobid>/usage", api_views.job_usage, name="usage-api-job"),
     path("api/v1/arrays/<str:array_id>/usage", array_views.array_usage, name="usage-api-array"),
     path("usage/jobs/<str:jobid>/", page_views.job_page, name="usage-job"),
+    path("usage/jobs/<str:jobid>/share", share_views.share, name="usage-job-share"),
+    path("usage/shared/<str:token>/", shared_views.shared_page, name="usage-shared"),
+    path("usage/shared/<str:token>/pdf", shared_views.shared_pdf, name="usage-shared-pdf"),
+    path("usage/shared/<str:token>/pie", shared_views.shared_pie, name="usage-shared-pie"),
+    path("usage/shared/<str:token>/plot/<str:metric>", shared_views.shared_plot,
+         name="usage-shared-plot"),
     path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
     path("usage/staff/", page_views.staff_page, name="usage-staff"),
     path("usage/staff/running/", running_views.running_page, name="usage-staff-running"),
