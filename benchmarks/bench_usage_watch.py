@@ -15,7 +15,7 @@ known) writes and sends nothing. Exit 1 when a run asks more than one query per 
 an email twice or leaves one out.
 
     python benchmarks/bench_usage_watch.py                 # 2,000 jobs
-    python benchmarks/bench_usage_watch.py --jobs 50       # the smoke test's size
+    python benchmarks/bench_usage_watch.py --jobs 40       # the smoke test's size
 """
 
 from __future__ import annotations
