@@ -151,6 +151,16 @@ def test_a_crash_mid_send_gives_the_rest_to_the_next_run_each_once(
     assert len(watch.mails(5, timeout=0.3)) == 4
 
 
+def test_rows_no_run_found_for_90_days_are_deleted_and_no_others(watch: Watch) -> None:
+    watch.run()
+    old = datetime.now(timezone.utc) - timedelta(days=91)
+    UsageAlert.objects.update(created_at=old, last_seen_at=old)
+    watch.prometheus.job("5003", cores_busy=7.0)  # no longer broken: its row is history
+    watch.run()  # alice's job still breaks its rules: its rows stay, and no second email
+    assert sorted(UsageAlert.objects.values_list("jobid", flat=True)) == ["5001"] * 3
+    assert len(watch.mails(5, timeout=0.3)) == 4
+
+
 def test_a_refused_send_is_one_line_exit_1_and_retried_later(watch: Watch) -> None:
     watch.mail.smtp.refuse("451 4.3.0 try again later")
     with pytest.raises(RunError, match=r"^4 email\(s\) and 0 hook run\(s\) failed"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import smtplib
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Optional
 
 from django.db import transaction
@@ -38,6 +38,9 @@ from clusterwatch.monitor.usage.models import UsageAlert, UsageMailCursor
 
 CURSOR = "usage_watch"
 NO_ADDRESS = "no email address for the job's owner"
+# A row no run has found broken for this long is deleted once sent or failed (a job still
+# breaking its rule keeps its row, so its owner is never told twice).
+RETAIN = timedelta(days=90)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ def watch(source: Accounting, sender: Sender, thresholds: RunningThresholds, now
         result.flagged = [_record(job, alerts, sender, now, hook, result)
                           for job, alerts in found]
         _move_cursor(now)
+        UsageAlert.objects.filter(last_seen_at__lt=now - RETAIN).exclude(
+            state=UsageAlert.PENDING).delete()
     if not sender.dry_run:
         _deliver_due(sender, now, result)
     return result
