@@ -94,10 +94,9 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
 SHARED_COLUMNS = ("shared", "shared_drawing")
 CLOSED_LINK = ("inactive", "inactive_ldap")
 # The link's paths look at no session and no header, so they are asked by one asker of each
-# way of sending (a session of the owner, of anyone, of staff; a token; a refused MUNGE
-# credential; a malformed header; nothing; the owner made inactive), not by all of them.
-SHARED_ASKERS = ("owner", "other", "staff", "owner_token", "replayed_munge", "malformed",
-                 "anonymous", "inactive")
+# way of sending (a session, staff's; a header, a refused MUNGE credential's; nothing; the
+# owner made inactive), not by all of them.
+SHARED_ASKERS = ("owner", "staff", "replayed_munge", "anonymous", "inactive")
 # What the world's POSTs send to the sharing form.
 POSTED = {"share": {"days": "7"}}
 

@@ -1,6 +1,7 @@
 """What a request other than a plain GET can do to the usage reports: other methods, forged
 cross-site requests, and what a token's use records. Nothing changes state but a GET by
-who may see the job (keeping its summary) and a token's own use (its last_used_at)."""
+who may see the job (keeping its summary), a token's own use (its last_used_at), and the
+job page's sharing form: a POST with its CSRF token from the owner's session."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from clusterwatch.monitor.usage import api_tokens
-from clusterwatch.monitor.usage.models import KeptSummary, UsageApiToken, UsageMail
+from clusterwatch.monitor.usage.models import KeptSummary, ShareLink, UsageApiToken, UsageMail
 from tests.monitor.usage.access_support import (
     JOBID,
     OWNER,
@@ -24,9 +25,10 @@ from tests.monitor.usage.site import UsageSite
 
 pytestmark = pytest.mark.django_db
 REFUSED_METHODS = ("post", "put", "patch", "delete", "options")
+FORMS = ("usage-job-share",)  # POSTed to, and nothing else
 
 
-@pytest.mark.parametrize("name", pattern_names())
+@pytest.mark.parametrize("name", [name for name in pattern_names() if name not in FORMS])
 def test_it_answers_only_get_and_head_on_every_path(usage_site: UsageSite, name: str) -> None:
     add_hidden_job(usage_site)
     owner = User.objects.create_user(OWNER)
@@ -45,6 +47,25 @@ def test_it_answers_only_get_and_head_on_every_path(usage_site: UsageSite, name:
     got, head = session.get(path), session.head(path)
     assert head.status_code == got.status_code and head.content == b""
     assert UsageMail.objects.count() == 0  # GET /mail/ shows the email, never sends it
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_a_form_takes_only_a_post_with_its_csrf_token(usage_site: UsageSite,
+                                                      name: str) -> None:
+    add_hidden_job(usage_site)
+    owner = User.objects.create_user(OWNER)
+    _row, token = api_tokens.create(owner)
+    guarded = Client(enforce_csrf_checks=True)
+    guarded.force_login(owner)
+    path = path_of(name)
+    for method in ("get", "head", "options"):
+        answer = getattr(guarded, method)(path)
+        assert answer.status_code == 405 and answer["Allow"] == "POST", method
+    for method in ("put", "patch", "delete"):  # the CSRF check refuses them first
+        assert getattr(guarded, method)(path).status_code == 403, method
+    assert guarded.post(path, {"days": "7"}).status_code == 403  # no CSRF token
+    assert header(f"Bearer {token}").post(path, {"days": "7"}).status_code in (302, 403)
+    assert not KeptSummary.objects.exists() and not ShareLink.objects.exists()
 
 
 def test_it_records_a_tokens_use_only_when_it_authenticated_the_request(

@@ -26,6 +26,7 @@ MONITOR_COMMANDS: tuple[tuple[str, str], ...] = (
     ("remote_harvester_report", "a remote harvester's record from the PanDA server (--registered)"),
     ("job_usage", "a job's usage report as JSON"),
     ("create_usage_token", "an API token for scripts (usage and image-demand APIs) as USER"),
+    ("usage_share", "a link to JOBID's report for its owner --user (--days N, 1-30)"),
     ("usage_mail", "queue and send the end-of-job usage emails (its timer runs it)"),
     ("usage_watch", "email owners of running jobs that idle or near their memory limit"),
     ("usage_monthly", "each account's month from the kept summaries (--month YYYY-MM)"),

@@ -28,3 +28,5 @@ max_requests_jitter = 1000
 forwarded_allow_ips = "127.0.0.1"
 accesslog = "-"
 errorlog = "-"
+# The access log without share links' secrets (they are in their URLs).
+logger_class = "clusterwatch.monitor.site.access_log.RedactingLogger"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Set
+from datetime import datetime
 from typing import Callable, Optional
 
 from django.http import HttpRequest, HttpResponse
@@ -51,6 +52,8 @@ log = logging.getLogger(__name__)
 GONE_TEXT = ("No such shared report: the link is wrong, has expired or was revoked. Ask "
              "whoever sent it for a new one.\n")
 Body = Callable[..., HttpResponse]
+# The views' clock: tests move it instead of waiting for a link to expire.
+clock: Callable[[], datetime] = timezone.now
 
 
 def gone() -> HttpResponse:
@@ -83,11 +86,11 @@ def through_link(body: Body) -> Callable[..., HttpResponse]:
         if not usage_enabled():
             return gone()
         try:
-            opened = share_links.open_link(token, timezone.now())
+            opened = share_links.open_link(token, clock())
             if opened is None:
                 return gone()
             answer = body(request, opened, **kwargs)
-            share_links.mark_used(opened.link, timezone.now())
+            share_links.mark_used(opened.link, clock())
             return answer
         except Refusal as refusal:
             return gone() if refusal.status in (400, 404) else text_refusal(request, refusal)
@@ -114,7 +117,10 @@ def shared_page(request: HttpRequest, opened: Opened) -> HttpResponse:
     page = render_to_string("usage/shared.html", {
         "job": job_view(report, ReportPaths(opened.path)),
         "peer_ranks": ranks, "rank_lines": rank_lines(ranks),
-        "expires": when_text(opened.link.expires_at)})
+        "expires": when_text(opened.link.expires_at),
+        # Every name the templates read, so that none is looked up and missed: Django's
+        # template logger writes the whole context, links included, of a missed one.
+        "messages": ()})
     return HttpResponse(page)
 
 
