@@ -240,6 +240,8 @@ def test_the_staff_page_lists_the_jobs_breaking_a_rule_now(watch: Watch) -> None
     body = staff.get("/usage/staff/running/").content.decode()
     assert ">5003<" not in body and "1 running job broke 3 rules" in body
     assert researcher.get("/usage/staff/running/").status_code == 404
+    assert b'href="/usage/staff/running/"' in staff.get("/").content  # the index links it
+    assert b"/usage/staff/running/" not in researcher.get("/").content
 
 
 def test_the_timer_runs_usage_watch_every_ten_minutes() -> None:

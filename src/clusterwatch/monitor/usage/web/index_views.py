@@ -50,6 +50,9 @@ def index(request: HttpRequest) -> HttpResponse:
     if request.user.is_staff:
         paths.append(("/usage/staff/", "/usage/staff/",
                       "Staff: the least efficient recent jobs of every user."))
+        paths.append(("/usage/staff/running/", "/usage/staff/running/",
+                      "Staff: the running jobs that idle or near their memory limit now "
+                      "(usage_watch)."))
     if request.user.is_staff or coordinators_or_none().accounts_of(name):
         paths.append(("/usage/accounts/", "/usage/accounts/",
                       "Staff and account coordinators: each Slurm account's month, with the "
