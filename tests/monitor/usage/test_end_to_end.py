@@ -37,12 +37,14 @@ from clusterwatch.loopback.services import Service
 from clusterwatch.monitor.usage.analysis.rules import CODES
 from clusterwatch.monitor.usage.analysis.thresholds import DEFAULTS
 from clusterwatch.monitor.usage.metrics.prometheus_api import query_instant
+from clusterwatch.monitor.usage.metrics.running_figures import read_running_figures
 from clusterwatch.monitor.usage.metrics.series import JobSeries, fetch_job_series, selector
 from clusterwatch.monitor.usage.rendering.summary_rows import percent
 from tests.components import need_binary
 from tests.monitor.usage.end_to_end_jobs import MiB, RanJob
 from tests.monitor.usage.end_to_end_stack import (
     MAIL_DOMAIN,
+    SCRAPE_INTERVAL_S,
     USER,
     Stack,
     require_components,
@@ -62,6 +64,7 @@ STORE_TOLERANCE = 1e-9
 # What a document reads from the monitor's database, not from the series: the reports on
 # VictoriaMetrics have a database of their own, without the other jobs' kept summaries.
 FROM_THE_DATABASE = frozenset({"peer_ranks"})
+RATE_WINDOW_S = 15  # usage_watch's window, shrunk to fit a 25 s busy loop
 
 IMAGE = re.compile(r'<img src="([^"]+)"')
 
@@ -223,7 +226,12 @@ def test_victoria_metrics_gives_each_job_the_figures_and_warnings_prometheus_giv
         on_victoria = victoria_documents[job.plan.name]
         assert on_victoria["measured"] and on_victoria["cpu_source"] == "exporter"
         assert codes(on_victoria) == codes(on_prometheus)
-        assert_same(from_the_series(on_victoria), from_the_series(on_prometheus))
+        try:
+            assert_same(from_the_series(on_victoria), from_the_series(on_prometheus))
+        except AssertionError as unequal:
+            raise AssertionError(f"{job.plan.name}: {unequal}; CPU counters read now: "
+                                 f"{cpu_counters(stack, on_prometheus)}; documents: "
+                                 f"{json.dumps([on_victoria, on_prometheus])}") from None
         record_property(f"{job.plan.name} on prometheus and victoria-metrics", json.dumps({
             key: [on_prometheus[key], on_victoria[key]]
             for key in ("cpu_efficiency", "memory_peak_bytes", "samples", "elapsed_s")}))
@@ -261,11 +269,49 @@ def from_the_series(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key not in FROM_THE_DATABASE}
 
 
+def test_victoria_metrics_gives_usage_watch_the_running_figures_prometheus_gives(
+        stack: Stack, documents: Documents, record_property: Callable[[str, object], None],
+        ) -> None:
+    # usage_watch's three queries over every job at once, asked while the last job was busy.
+    need_binary("victoria-metrics")
+    assert stack.victoria is not None
+    last = max(stack.jobs, key=lambda job: documents[job.plan.name]["end"])
+    at = moment(documents[last.plan.name]["end"]).timestamp() - 5  # its busy loop ran then
+    on_prometheus, on_victoria = (read_running_figures(store.url, RATE_WINDOW_S, at, 10.0)
+                                  for store in (stack.prometheus, stack.victoria))
+    # Only this stack's jobs: the exporter reads the machine's cgroups, where another test's
+    # Slurm jobs may be running too.
+    ran = {job.jobid for job in stack.jobs}
+    assert {j for j in on_victoria if j in ran} == {j for j in on_prometheus if j in ran} == {
+        last.jobid}
+    theirs, ours = on_prometheus[last.jobid], on_victoria[last.jobid]
+    assert ours.memory == theirs.memory and ours.gpu_peak_utilization == theirs.gpu_peak_utilization
+    assert theirs.cores_busy is not None and ours.cores_busy is not None
+    record_property(f"{last.plan.name} cores busy over {RATE_WINDOW_S} s, rate() on prometheus "
+                    "and victoria-metrics", json.dumps([theirs.cores_busy, ours.cores_busy]))
+    # The same samples; Prometheus extrapolates the window's first and last scrapes toward its
+    # edges, VictoriaMetrics starts from the scrape before it: one scrape's worth apart at most.
+    assert ours.cores_busy == pytest.approx(theirs.cores_busy,
+                                            abs=2 * SCRAPE_INTERVAL_S / RATE_WINDOW_S)
+
+
+def cpu_counters(stack: Stack, document: dict[str, Any]) -> dict[str, object]:
+    """What each store answers now for the job's CPU counter, to tell a failure's cause."""
+    found: dict[str, object] = {}
+    for name, store in (("prometheus", stack.prometheus), ("victoria-metrics", stack.victoria)):
+        if store is not None:
+            series = job_series(store, document).series.get("cpu_seconds", ())
+            found[name] = [(dict(s.labels), s.points) for s in series]
+    return found
+
+
+def moment(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def job_series(store: Service, document: dict[str, Any]) -> JobSeries:
-    return fetch_job_series(store.url, document["jobid_raw"],
-                            datetime.fromisoformat(document["start"].replace("Z", "+00:00")),
-                            datetime.fromisoformat(document["end"].replace("Z", "+00:00")),
-                            scrape_interval_s=1)
+    return fetch_job_series(store.url, document["jobid_raw"], moment(document["start"]),
+                            moment(document["end"]), scrape_interval_s=SCRAPE_INTERVAL_S)
 
 
 def lifetime_increase(store: Service, document: dict[str, Any], series: JobSeries) -> float:
