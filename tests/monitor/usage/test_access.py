@@ -7,6 +7,10 @@ accounting down, before and after. An asker who may see the job gets 200 once it
 its content; any other gets the same answer in every state, byte for byte (the CSRF token of
 the logout form aside): a refusal cannot tell a hidden job from an unknown one, and carries
 none of its user, account, name or id.
+
+The job page's sharing form is POSTed to (POSTED), and only the owner's session makes a
+link; the paths of a share link (alice's, made in the world) show her job to whoever holds
+it, asked by one asker of each way of sending (SHARED_ASKERS).
 """
 
 from __future__ import annotations
