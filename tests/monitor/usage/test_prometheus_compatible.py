@@ -112,6 +112,33 @@ def test_a_partial_answer_is_no_answer() -> None:
     assert failure.value.kind == "unavailable"
 
 
+@pytest.mark.parametrize("other", [
+    {"user": "1001"},  # the exporter's user label changed mid-job: a second series
+    {},  # the same series answered twice
+    {"job": "jobs-again"},  # two scrape jobs of one exporter
+])
+def test_rows_of_one_node_are_one_series_never_summed_twice(other: dict[str, str]) -> None:
+    document = json.loads(VM_RANGE)
+    (row,) = document["data"]["result"]
+    later = {"metric": {**row["metric"], **other},
+             "values": [[1796412438.4, "30"], [1796412468.4, "45"]]}
+    document["data"]["result"].append(later)
+    (series,) = query_range(URL, "q", 1796412378.4, 1796412468.4, 30, 5.0,
+                            always(200, json.dumps(document).encode()))
+    assert series.labels == {"instance": "n1"}
+    assert series.points == ((1796412378.4, 0.0), (1796412408.4, 15.0), (1796412438.4, 30.0),
+                             (1796412468.4, 45.0))
+
+
+def test_nodes_stay_apart() -> None:
+    document = json.loads(VM_RANGE)
+    (row,) = document["data"]["result"]
+    document["data"]["result"].append({**row, "metric": {**row["metric"], "instance": "n2"}})
+    found = query_range(URL, "q", 1796412378.4, 1796412438.4, 30, 5.0,
+                        always(200, json.dumps(document).encode()))
+    assert [s.labels["instance"] for s in found] == ["n1", "n2"]
+
+
 def test_victoria_metrics_refusal_is_quoted_as_prometheus_refusals_are() -> None:
     with pytest.raises(PrometheusError, match=r"HTTP 422: error when executing query=") as failure:
         query_range(URL, "q", 1796412378.4, 1806412378.4, 1, 5.0, always(422, VM_REFUSAL))

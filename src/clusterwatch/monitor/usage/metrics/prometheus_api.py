@@ -151,7 +151,30 @@ def _series(data: Any, result_type: str) -> list[Series]:
     rows = data.get("result")
     if not isinstance(rows, list):
         raise PrometheusError("garbage", "Prometheus' answer has no result list")
-    return [_one(row, result_type) for row in rows]
+    return _merged([_one(row, result_type) for row in rows])
+
+
+def _merged(found: list[Series]) -> list[Series]:
+    """One Series per label set. Rows that share their labels once the job's own are dropped
+    are readings of the same node (an exporter whose `user` label changed mid-job leaves two
+    series of one counter; a store that answers a series twice, or two scrape jobs of one
+    exporter, the same samples): summed, they would count the node twice. Their points are
+    joined, the higher value kept where both have one."""
+    by_labels: dict[frozenset[tuple[str, str]], list[Series]] = {}
+    for series in found:
+        by_labels.setdefault(frozenset(series.labels.items()), []).append(series)
+    joined = []
+    for same in by_labels.values():
+        if len(same) == 1:
+            joined.append(same[0])
+            continue
+        points: dict[float, float] = {}
+        for series in same:
+            for at, value in series.points:
+                points[at] = max(value, points.get(at, value))
+        joined.append(Series(same[0].labels, tuple(sorted(points.items())),
+                             sum(s.non_finite for s in same)))
+    return joined
 
 
 def _one(row: Any, result_type: str) -> Series:
