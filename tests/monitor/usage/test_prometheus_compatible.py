@@ -93,7 +93,7 @@ def test_it_reads_victoria_metrics_answers_as_prometheus_answers() -> None:
 @pytest.mark.parametrize("extra", [
     {"isPartial": False},  # a VictoriaMetrics cluster (vmselect) whose storage nodes all answered
     {"stats": {"seriesFetched": "1", "executionTimeMsec": 2}},  # later VictoriaMetrics versions
-    {"warnings": ["PromQL warning: ..."], "infos": ["PromQL info: ..."]},  # Prometheus (infos: newer)
+    {"warnings": ["PromQL warning: ..."], "infos": ["PromQL info: ..."]},  # Prometheus
 ])
 def test_keys_a_store_adds_beside_the_data_change_nothing(extra: dict[str, Any]) -> None:
     document = {**json.loads(VM_RANGE), **extra}
