@@ -41,6 +41,7 @@ from clusterwatch.monitor.usage.metrics.running_figures import read_running_figu
 from clusterwatch.monitor.usage.metrics.series import JobSeries, fetch_job_series, selector
 from clusterwatch.monitor.usage.rendering.summary_rows import percent
 from tests.components import need_binary
+from tests.jobs.exporter_process import console_script
 from tests.monitor.usage.end_to_end_jobs import MiB, RanJob
 from tests.monitor.usage.end_to_end_stack import (
     MAIL_DOMAIN,
@@ -263,6 +264,45 @@ def test_victoria_metrics_gives_the_plots_the_series_prometheus_gives(
         record_property(f"{job.plan.name} cpu seconds: counter, increase() on prometheus and "
                         "victoria-metrics", json.dumps([total, *increases]))
         assert increases[1] == pytest.approx(total, rel=1e-6)  # no extrapolation, from 0
+
+
+def terminal(stack: Stack, store_url: str, home: Path,
+             *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`clusterwatch usage ARGUMENTS` (the console script) as on a login node: the cluster's
+    sacct and the store at `store_url`, no monitor, no system file."""
+    (home / "usage.toml").write_text("[usage]\n")
+    environ = {**stack.server.environ, "HOME": str(home), "USER": USER,
+               "CLUSTERWATCH_USAGE_CONFIG": str(home / "usage.toml"),
+               "CLUSTERWATCH_PROMETHEUS_URL": store_url}
+    return subprocess.run([console_script(need_binary), "usage", "--color", "never",
+                           *arguments], env=environ, capture_output=True, text=True,
+                          timeout=120, check=False, stdin=subprocess.DEVNULL)
+
+
+def test_the_terminal_command_reports_what_the_api_reports_on_both_stores(
+        stack: Stack, documents: Documents, tmp_path: Path) -> None:
+    # A login node computes each report itself from sacct and the store: the lazy, the
+    # memory-hogging and the good job get the API's documents, but for the peer ranks,
+    # which only the monitor's kept summaries give.
+    stores = [("prometheus", stack.prometheus)]
+    if stack.victoria is not None:
+        stores.append(("victoria-metrics", stack.victoria))
+    jobids = [job.jobid for job in stack.jobs]
+    for name, store in stores:
+        done = terminal(stack, store.url, tmp_path, "--json", *jobids)
+        assert (done.returncode, done.stderr) == (0, ""), name
+        for job, document in zip(stack.jobs, json.loads(done.stdout)):
+            assert_same(document, from_the_series(documents[job.plan.name]),
+                        f"{name}:{job.plan.name}")
+    text = terminal(stack, stack.prometheus.url, tmp_path, *jobids)
+    assert text.returncode == 0, text.stderr
+    reports = text.stdout.split("\n\nJob ")
+    for job, report in zip(stack.jobs, reports):
+        for warning in documents[job.plan.name]["warnings"]:
+            assert warning["message"].split(".")[0] in " ".join(report.split()), (job, report)
+    table = terminal(stack, stack.prometheus.url, tmp_path, "--parsable", "--days", "1")
+    listed = [line.split("|")[0] for line in table.stdout.splitlines()[1:]]
+    assert table.returncode == 0 and set(jobids) <= set(listed), table.stdout
 
 
 def from_the_series(document: dict[str, Any]) -> dict[str, Any]:
