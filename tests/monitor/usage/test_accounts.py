@@ -166,7 +166,7 @@ def test_month_parsing_and_the_last_complete_month() -> None:
     assert Month.last_complete(datetime(2026, 1, 1, 0, 0, tzinfo=UTC)) == Month(2025, 12)
     assert Month(2026, 12).end == datetime(2027, 1, 1, tzinfo=UTC)
     for bad in ("2026-13", "2026-00", "2026-1", "26-01", "2026/01", "", "2026-01-01",
-                "abcd-ef", "\uff12\uff10\uff12\uff16-01", " 2026-01"):
+                "abcd-ef", "\uff12\uff10\uff12\uff16-01", " 2026-01", "0000-01", "9999-12"):
         with pytest.raises(ValueError, match="YYYY-MM"):
             Month.parse(bad)
 

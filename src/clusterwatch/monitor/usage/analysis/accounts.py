@@ -41,7 +41,8 @@ class Month:
                 or not all(part.isascii() and part.isdigit() for part in parts)):
             raise ValueError(f"--month must be YYYY-MM, not {text[:40]!r}")
         year, month = int(parts[0]), int(parts[1])
-        if not 1 <= month <= 12 or year < 1970:
+        # December 9999 ends in year 10000, which no datetime holds.
+        if not 1 <= month <= 12 or year < 1970 or (year, month) >= (9999, 12):
             raise ValueError(f"--month must be YYYY-MM, not {text[:40]!r}")
         return cls(year, month)
 
