@@ -131,6 +131,7 @@ def test_the_running_table_sits_beside_the_end_of_job_thresholds(tmp_path: Path)
     ("[running]\nmemory_near_limit = 90\n", "running.memory_near_limit is a fraction"),
     ("[running]\nidle_for_s = 0\n", "running.idle_for_s must be at least 1"),
     ("[running]\nidle_for_s = 1.5\n", "running.idle_for_s must be an integer"),
+    ("[running]\nidle_for_s = 10_000_000_000\n", "running.idle_for_s must be at most 2592000"),
     ("[running]\ncpu_min_cpus = -2\n", "running.cpu_min_cpus must not be negative"),
     ("[running]\ngpu_idle = 0\n", "unknown key running.gpu_idle"),
     ("[running]\ncpu_efficiency_min = nan\n", "running.cpu_efficiency_min must not be"),

@@ -56,6 +56,9 @@ _FRACTIONS = frozenset({"cpu_efficiency_min", "core_balance_min", "burst_ratio_m
                         "memory_efficiency_min", "gpu_utilization_min",
                         "gpu_idle_utilization_max", "memory_near_limit"})
 _AT_LEAST_ONE = frozenset({"min_samples", "idle_for_s", "cpu_min_cpus"})
+# usage_watch's window is a PromQL range: over about 292 years Prometheus refuses it ("duration
+# out of range") at every run; past a month it reaches beyond any usual retention.
+_AT_MOST = {"idle_for_s": 30 * 24 * 3600}
 _TABLE = "thresholds"
 _RUNNING = "running"
 
@@ -120,4 +123,6 @@ def _checked(path: Path, where: str, key: str, value: object, kind: object) -> f
         raise ConfigError(f"{name} is a fraction from 0 to 1 (write 0.8 for 80 %, not 80)")
     if key in _AT_LEAST_ONE and value < 1:
         raise ConfigError(f"{name} must be at least 1")
+    if key in _AT_MOST and value > _AT_MOST[key]:
+        raise ConfigError(f"{name} must be at most {_AT_MOST[key]}")
     return value
