@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import stat
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -23,6 +24,7 @@ from clusterwatch.loopback.running_prometheus import RunningPrometheus
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.mail import watch_run
 from clusterwatch.monitor.usage.mail.connection import SmtpLink
+from clusterwatch.monitor.usage.mail.watch_hook import Hook, run_hook
 from clusterwatch.monitor.usage.models import UsageAlert, UsageMailCursor
 from tests.monitor.usage.mail_support import DOMAIN, MailSite
 
@@ -218,6 +220,26 @@ def test_a_hook_that_fails_or_overruns_is_one_line_each(
     assert ("usage_watch: job 5003 cpu_idle: the hook gave no answer within 0.3 s and was "
             "killed") in lines
     assert len(watch.mails(4)) == 4  # the emails go out all the same
+
+
+def test_a_hook_that_writes_without_end_holds_little_memory_and_is_killed_in_time(
+        tmp_path: Path) -> None:
+    endless, loud = tmp_path / "endless", tmp_path / "loud"
+    endless.write_text("#!/bin/sh\nexec yes 'the hook says this again and again' >&2\n")
+    loud.write_text("#!/bin/sh\nhead -c 1000000 /dev/zero | tr '\\0' x >&2\n"
+                    "echo >&2; echo 'the ticket system refused' >&2\nexit 4\n")
+    for hook in (endless, loud):
+        hook.chmod(stat.S_IRWXU)
+    tracemalloc.start()
+    try:  # it used to keep all it wrote: gigabytes within seconds
+        why = run_hook(Hook(str(endless), 0.5), "5001", "gpu_idle", {})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert why == "the hook gave no answer within 0.5 s and was killed"
+    assert peak < 4 * 2**20
+    assert run_hook(Hook(str(loud), 5.0), "5001", "gpu_idle", {}) == (
+        "the hook failed with exit status 4: the ticket system refused")
 
 
 def test_the_staff_page_lists_the_jobs_breaking_a_rule_now(watch: Watch) -> None:
