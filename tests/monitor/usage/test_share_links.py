@@ -283,3 +283,20 @@ def test_the_made_page_shows_the_link_once_and_is_kept_by_no_cache(
     text = text_of(answer)
     assert "shown only this once" in text and "(30 days)" in text
     assert b"revoke" in without_csrf(answer.content).lower()
+
+
+def test_a_path_under_a_link_that_names_no_page_is_the_links_404_and_not_logged(
+        usage_site: UsageSite, logged: Records) -> None:
+    measured(usage_site)
+    made = make_link(client_of("alice"))
+    gone = Client().get("/usage/shared/x/")
+    for tail in ("plot/", "nope", "pdf/", "plot/cpu/x", "pie/%00"):
+        answer = get(made, tail)
+        assert (answer.status_code, answer.content) == (404, gone.content), tail
+        assert untraced(answer), tail
+    for path in (made.path[:-1], made.path + "/"):
+        answer = Client().get(path)
+        assert (answer.status_code, answer.content) == (404, gone.content)
+        assert untraced(answer)
+    assert get(made).status_code == 200  # the link itself still opens
+    assert not any(carries(line, made) for line in logged.lines)

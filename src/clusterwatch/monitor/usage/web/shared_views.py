@@ -8,8 +8,9 @@ whoever holds the link, with no login, and nothing else.
   token and no message meant for the visitor; its only links are those under the link.
 - A wrong, malformed, expired or revoked token, a link whose maker is no longer active or no
   longer the job's user, and a job accounting no longer knows: one 404, byte for byte, the
-  same on every path of the link (`GONE`). A source down is 503 in one line (only a good
-  link gets that far). Anything but GET or HEAD is 405.
+  same on every path of the link (`GONE`), and on every other path under /usage/shared/
+  (`no_such_path`: Django's own 404 would be logged with its path, the token in it). A
+  source down is 503 in one line (only a good link gets that far). Anything but GET or HEAD is 405.
 - The token is in the URL, so every answer is `Cache-Control: private, no-store`,
   `Referrer-Policy: no-referrer` (the plots' requests and a click away do not carry it) and
   `X-Robots-Tag: noindex`; and none is written to the monitor's log by Django (its request
@@ -69,6 +70,12 @@ def untraced(answer: HttpResponse) -> HttpResponse:
     # Django's request logger skips an answer marked so (django.utils.log.log_response).
     answer._has_been_logged = True
     return answer
+
+
+def no_such_path(request: HttpRequest, rest: str) -> HttpResponse:
+    """A path under /usage/shared/ that names no page of a link: the same 404 as a wrong
+    link's, untraced (it may hold a token)."""
+    return untraced(gone())
 
 
 def through_link(body: Body) -> Callable[..., HttpResponse]:

@@ -39,6 +39,9 @@ urlpatterns = [
     path("usage/shared/<str:token>/pie", shared_views.shared_pie, name="usage-shared-pie"),
     path("usage/shared/<str:token>/plot/<str:metric>", shared_views.shared_plot,
          name="usage-shared-plot"),
+    # Any other path under a link (a typo, `plot/`, no trailing slash): the links' one 404,
+    # not Django's, whose request logger would write the path, token and all.
+    path("usage/shared/<path:rest>", shared_views.no_such_path),  # in no access matrix
     path("usage/users/<str:username>/", page_views.user_page, name="usage-user"),
     path("usage/staff/", page_views.staff_page, name="usage-staff"),
     path("usage/staff/running/", running_views.running_page, name="usage-staff-running"),
