@@ -6,6 +6,7 @@ never shown."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
@@ -102,8 +103,6 @@ def test_a_urls_password_is_never_shown(tmp_path: Path) -> None:
 
 
 def test_a_list_keeps_only_what_started_since_the_moment_asked(tmp_path: Path) -> None:
-    from datetime import datetime, timezone
-
     jobs = [{"jobid": "1", "start": "2026-12-01T10:00:00Z"},
             {"jobid": "2", "start": "2026-11-20T10:00:00Z"}, {"jobid": "3", "start": None}]
     seam = Seam(200, json.dumps({"jobs": jobs, "cut": False, "unreadable": []}).encode())
@@ -112,3 +111,50 @@ def test_a_list_keeps_only_what_started_since_the_moment_asked(tmp_path: Path) -
     found = monitor.user_jobs("alice", datetime(2026, 11, 25, tzinfo=timezone.utc))
     assert [j["jobid"] for j in found.documents] == ["1", "3"]
     assert seam.asked[0]["url"].endswith("/api/v1/users/alice?days=8")
+
+
+# What a monitor (or whoever answers for it on plain http) may put in its words: an OSC that
+# sets the terminal's title, a screen clear, a bidi override, a NUL, a line break.
+DRIVES = "\x1b]0;owned\x07\x1b[2J\u202e\x00\r\nforged line"
+
+
+def _drives_the_terminal(text: str) -> bool:
+    return any(c in text for c in "\x1b\x07\u202e\x00\r")
+
+
+def test_no_word_of_the_monitors_reaches_the_terminal_with_a_control_character(
+        tmp_path: Path) -> None:
+    from clusterwatch.monitor.usage.analysis.figures import analyse
+    from clusterwatch.monitor.usage.analysis.rules import check
+    from clusterwatch.monitor.usage.analysis.summary_json import usage_document
+    from clusterwatch.monitor.usage.terminal.job_text import job_report
+    from clusterwatch.monitor.usage.terminal.style import Style
+    from tests.monitor.usage.usage_support import job_series, one, record
+
+    job = record(memory_requested_bytes=8 * 1024**3)
+    summary = analyse(job, job_series(cpu_seconds=[one(lambda t: 1.0 * t)],
+                                      memory_rss_bytes=[one(lambda t: 200 * 1024**2)],
+                                      memory_shmem_bytes=[one(lambda t: 0)]))
+    document: dict[str, Any] = json.loads(json.dumps(
+        usage_document(job, summary, check(job, summary))))
+    assert document["warnings"]
+    for warning in document["warnings"]:
+        warning["message"] += DRIVES
+        warning["advice"] += DRIVES
+        warning["code"] += DRIVES
+        warning["figures"] = {f"{key}{DRIVES}": DRIVES for key in warning["figures"]}
+    document["notes"] = [DRIVES]
+    document["peer_ranks"] = {"window_days": DRIVES, "cpu_efficiency": {"text": DRIVES}}
+    text = "\n".join(job_report(document, Style(False)))
+    assert "owned" in text and "forged line" in text  # said, on its own line
+    assert not _drives_the_terminal(text)
+    assert not any(line.startswith("forged line") for line in text.splitlines())
+
+    refused = json.dumps({"error": "refused" + DRIVES}).encode()
+    with pytest.raises(SourceError) as failed:
+        source(Seam(403, refused), tmp_path).job("4242")
+    assert "owned" in str(failed.value) and not _drives_the_terminal(str(failed.value))
+    listing = {"jobs": [], "cut": False, "unreadable": [{"reason": "sacct said" + DRIVES}]}
+    found = source(Seam(200, json.dumps(listing).encode()), tmp_path).user_jobs(
+        "alice", datetime.now(timezone.utc))
+    assert found.unreadable and not any(_drives_the_terminal(r) for r in found.unreadable)

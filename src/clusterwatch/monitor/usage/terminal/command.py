@@ -1,7 +1,8 @@
 """What `clusterwatch usage` does with its arguments: pick the source, ask it, print.
 
 Reports go to stdout as each job is read (a list of ids shows progress); an unknown job or
-a job the source fails for is one line on stderr and the others are still reported; the exit
+a job the source fails for is one line on stderr (without control characters: the source's
+words may be anyone's) and the others are still reported; the exit
 status says whether all were (0) or not (1). A source that is down fails every job alike, so
 the first such failure ends the run.
 """
@@ -22,6 +23,7 @@ from clusterwatch.monitor.usage.accounting.interface import (
     UnknownJob,
     check_jobid,
 )
+from clusterwatch.monitor.usage.rendering.shown_text import one_line
 from clusterwatch.monitor.usage.terminal.job_text import job_report
 from clusterwatch.monitor.usage.terminal.settings import read_settings
 from clusterwatch.monitor.usage.terminal.sources import (
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace, *, stdout: Optional[TextIO] = None,
     found = source.user_jobs(user, since)
     documents = [d for d in found.documents if states is None or d.get("state") in states]
     for reason in found.unreadable:
-        print(f"clusterwatch: left out: {reason}", file=stderr)
+        print(f"clusterwatch: left out: {one_line(reason, 300)}", file=stderr)
     if found.cut:
         print(f"clusterwatch: only the newest {len(found.documents)} jobs of the period",
               file=stderr)
@@ -88,11 +90,11 @@ def _report_jobs(args: argparse.Namespace, source: Source, style: Style, stdout:
                      if jobid.isdigit() and str(document["jobid"]).startswith(f"{jobid}_")
                      else None)
         except UnknownJob as exc:
-            print(f"clusterwatch: {exc}", file=stderr)
+            print(f"clusterwatch: {one_line(str(exc), 500)}", file=stderr)
             status = EXIT_FAILURE
             continue
         except SourceError as exc:
-            print(f"clusterwatch: job {jobid}: {exc}", file=stderr)
+            print(f"clusterwatch: job {jobid}: {one_line(str(exc), 500)}", file=stderr)
             return EXIT_FAILURE
         answer = document if array is None else array
         if args.json:

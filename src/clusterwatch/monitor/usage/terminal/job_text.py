@@ -4,7 +4,10 @@ the warnings with their figures and the change to make, and where the report liv
 Pure: a document in, lines out. The rows are summary_rows' (the PDF's and the pages'), the
 warnings' words are the document's own, so the terminal says what every other output says.
 Every text that came from accounting or the job's owner goes through `shown` (a job name
-holding an escape sequence would otherwise drive the terminal).
+holding an escape sequence would otherwise drive the terminal), and so does every other text
+of the document (`_said`): the monitor's words, its warnings' codes, figures and notes, come
+over the network, and a monitor (or whoever answers for it on plain http) must not drive the
+terminal either.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from clusterwatch.monitor.usage.rendering.figures_text import (
     moment_text,
     warning_title,
 )
-from clusterwatch.monitor.usage.rendering.shown_text import shown
+from clusterwatch.monitor.usage.rendering.shown_text import one_line, shown
 from clusterwatch.monitor.usage.rendering.summary_rows import summary_rows
 from clusterwatch.monitor.usage.terminal.style import Style
 
 BAR_WIDTH = 30
 WIDTH = 100  # the longest line a sentence is wrapped to
+SAID_LIMIT = 2000  # characters of one warning's sentence, a note or a figure
 # Which rows' bars are coloured by efficiency: CPU, memory and GPUs, not the time used.
 _JUDGED = (True, True, True, False)
 
@@ -51,15 +55,16 @@ def job_report(document: Mapping[str, Any], style: Style, *,
         lines += ["", style.bold("  Per node")]
         lines += [f"    {_node_line(node)}" for node in nodes]
     for note in doc["notes"]:
-        lines += ["", f"  Note: {note}"]
+        lines += ["", f"  Note: {_said(note)}"]
     if doc["warnings"]:
         lines += ["", style.bold("  Warnings")]
     for warning in doc["warnings"]:
-        title = f"! {warning_title(warning['code'])}"
-        said = _wrapped(f"{title}: {warning['message']}", "  ", "    ")
+        title = f"! {_said(warning_title(str(warning['code'])))}"
+        said = _wrapped(f"{title}: {_said(warning['message'])}", "  ", "    ")
         lines.append(said.replace(title, style.red(title), 1))
-        lines.append(_wrapped(f"What to change: {warning['advice']}", "    ", "      "))
-        lines += [f"        {label}: {value}" for label, value in figure_lines(warning["figures"])]
+        lines.append(_wrapped(f"What to change: {_said(warning['advice'])}", "    ", "      "))
+        lines += [f"        {_said(label)}: {_said(value)}"
+                  for label, value in figure_lines(warning["figures"])]
     ranks = document.get("peer_ranks")
     if isinstance(ranks, Mapping):
         lines += ["", *rank_lines(ranks)]
@@ -84,9 +89,15 @@ def rank_lines(ranks: Mapping[str, Any]) -> list[str]:
                        ("memory_efficiency", "Memory efficiency")):
         rank = ranks.get(key)
         if isinstance(rank, Mapping) and isinstance(rank.get("text"), str):
-            found.append(f"  {label} among the last {ranks.get('window_days', 30)} days' "
+            window = _said(ranks.get("window_days", 30))
+            found.append(f"  {label} among the last {window} days' "
                          f"jobs: {shown(rank['text'])}")
     return found
+
+
+def _said(text: object) -> str:
+    """Any text of the document on one line, without control or format characters."""
+    return one_line(str(text), SAID_LIMIT)
 
 
 def _wrapped(text: str, first: str, rest: str) -> str:

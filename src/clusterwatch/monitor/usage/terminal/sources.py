@@ -35,6 +35,7 @@ from clusterwatch.monitor.usage.job_documents import (
     accounting_document,
     live_document,
 )
+from clusterwatch.monitor.usage.rendering.shown_text import one_line
 from clusterwatch.monitor.usage.terminal.settings import MonitorSettings
 
 MAX_ANSWER = 256 * 1024 * 1024  # a user's list of 2,000 documents is about 5 MB
@@ -162,7 +163,8 @@ class MonitorSource:
         kept = [j for j in jobs if not j.get("start") or str(j["start"]) >= since_text]
         lost = answer.get("unreadable") or []
         return JobList(kept, bool(answer.get("cut")),
-                       [str(u.get("reason", "")) for u in lost if isinstance(u, dict)])
+                       [one_line(str(u.get("reason", "")), 300) for u in lost
+                        if isinstance(u, dict)])
 
     def report_url(self, jobid: str) -> Optional[str]:
         # Shown on the terminal: never with the credentials a URL may carry.
@@ -193,7 +195,8 @@ class MonitorSource:
                 raise SourceError("the monitor's answer is not JSON (is the URL its base?)")
             return body
         error = body.get("error") if isinstance(body, dict) else None
-        said = f": {str(error)[:200]}" if isinstance(error, str) and error else ""
+        # The monitor's words go to a terminal: on one line, without control characters.
+        said = f": {one_line(error, 200)}" if isinstance(error, str) and error else ""
         if answer.status == 403:
             raise SourceError(f"the monitor refused the request{said}")
         if answer.status == 404:
