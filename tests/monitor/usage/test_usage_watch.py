@@ -153,6 +153,22 @@ def test_a_crash_mid_send_gives_the_rest_to_the_next_run_each_once(
     assert len(watch.mails(5, timeout=0.3)) == 4
 
 
+def test_a_row_that_makes_no_email_is_given_up_and_the_others_are_sent(
+        watch: Watch) -> None:
+    now = datetime.now(timezone.utc)
+    UsageAlert.objects.create(  # damaged by hand: an address Django cannot parse
+        jobid="4999", rule="cpu_idle", user="erin", recipient="erin;x@example.org",
+        message="m", advice="a", next_attempt_at=now - timedelta(hours=1), created_at=now)
+    with pytest.raises(RunError, match=r"^1 email\(s\) and 0 hook run\(s\) failed"):
+        watch.run()
+    assert sent_pairs(watch.mails(4)) == EXPECTED
+    damaged = UsageAlert.objects.get(jobid="4999")
+    assert damaged.state == UsageAlert.FAILED
+    assert damaged.last_error.startswith("the email cannot be made: Invalid address")
+    watch.run()  # given up: not tried again
+    assert len(watch.mails(5, timeout=0.3)) == 4
+
+
 def test_rows_no_run_found_for_90_days_are_deleted_and_no_others(watch: Watch) -> None:
     watch.run()
     old = datetime.now(timezone.utc) - timedelta(days=91)

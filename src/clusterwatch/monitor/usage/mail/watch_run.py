@@ -160,6 +160,13 @@ def _send(row: UsageAlert, sender: Sender, now: datetime, link: SmtpLink,
                                   now=now)
     try:
         link.send(message)
+    except ValueError as exc:
+        # The row makes no email (an address Django cannot parse, a header it refuses: a
+        # row damaged by hand); raised, it would stop this run and every later one at it.
+        why = alert_outbox.one_line(f"the email cannot be made: {exc}")
+        alert_outbox.give_up(row, why)
+        result.failed.append(f"{what}: {why}")
+        return
     except (smtplib.SMTPException, OSError) as exc:
         error = _smtp_error(exc, sender.password)
         state = alert_outbox.failed_attempt(row, error, now)
