@@ -139,6 +139,18 @@ def test_a_row_another_run_holds_is_left_to_it_and_a_crashed_runs_is_sent_later(
     assert MonthlyMail.objects.get(id=row.id).claim == ""
 
 
+def test_a_row_that_makes_no_email_is_given_up_and_the_others_are_sent(
+        monthly: SmtpServer) -> None:
+    monthly_outbox.enqueue(MARCH, "cms", user="aaron", recipient="aaron;x@example.org",
+                           now=datetime.now(UTC))  # damaged by hand; tried before erin's
+    with pytest.raises(RunError, match=r"^1 monthly email not sent"):
+        send("--account", "cms")
+    assert [m["To"] for m in monthly.wait_for(1)] == ["erin@example.org"]
+    damaged = MonthlyMail.objects.get(user="aaron")
+    assert damaged.state == MonthlyMail.FAILED
+    assert damaged.last_error.startswith("the email cannot be made: Invalid address")
+
+
 def test_of_two_runs_that_listed_a_row_at_once_one_claims_it(monthly: SmtpServer) -> None:
     now = datetime.now(UTC)
     row, created = monthly_outbox.enqueue(MARCH, "cms", user="erin",

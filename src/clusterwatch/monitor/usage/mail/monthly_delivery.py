@@ -105,6 +105,12 @@ def _send(row: MonthlyMail, report: Optional[AccountReport], mail: MailSettings,
     content = compose(report, greeting=greeting_name(row.user), base_url=mail.base_url)
     try:
         link.send(build_message(content, row, sender=mail.sender))
+    except ValueError as exc:
+        # The row makes no email (an address Django cannot parse, a header it refuses: a
+        # row damaged by hand); raised, it would stop this run and every later one at it.
+        why = f"the email cannot be made: {exc}"
+        monthly_outbox.give_up(row, why)
+        return MonthlyDelivery(row.account, row.user, Outcome.FAILED, why)
     except (smtplib.SMTPException, OSError) as exc:
         error = smtp_error(exc, password)
         state = monthly_outbox.failed_attempt(row, error, now)
