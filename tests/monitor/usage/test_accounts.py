@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from clusterwatch.monitor.usage.accounts_source import month_jobs
-from clusterwatch.monitor.usage.analysis.accounts import Month, monthly_reports
+from clusterwatch.monitor.usage.analysis.accounts import JobUsage, Month, hours_in, monthly_reports
 from tests.monitor.usage.accounts_support import kept, raw_rows, seeded_jobs
 from tests.monitor.usage.cli_support import run
 from tests.monitor.usage.site import UsageSite
@@ -110,6 +110,15 @@ def test_a_run_across_a_month_end_counts_its_part_in_each_month() -> None:
     assert monthly_reports(month_jobs(Month(2026, 6), Month(2026, 6)), Month(2026, 6)) == []
     [may] = monthly_reports(month_jobs(Month(2026, 5), Month(2026, 5)), Month(2026, 5))
     assert may.account == "cms" and may.figures.cpu_hours == pytest.approx(1.0)
+
+
+def test_an_elapsed_time_beyond_any_date_counts_the_month_since_its_start() -> None:
+    end = datetime(2026, 3, 10, tzinfo=UTC)  # a damaged document's elapsed time: 31 My
+    job = JobUsage("1", "alice", "atlas", end, 10**15, 2, 0, 0.5, 0.5)
+    assert hours_in(job, Month(2026, 3)) == 9 * 24
+    assert hours_in(job, Month(2026, 2)) == 28 * 24
+    [report] = monthly_reports([job], Month(2026, 3))
+    assert report.figures.cpu_hours == 2 * 9 * 24
 
 
 @pytest.mark.django_db

@@ -116,7 +116,10 @@ def hours_in(job: JobUsage, month: Month) -> Optional[float]:
     end = job.end.astimezone(timezone.utc)
     if elapsed == 0:
         return 0.0 if month.start <= end < month.end else None
-    begin = end - timedelta(seconds=elapsed)
+    # A run longer than the time since the month began starts before it: so taken, an
+    # elapsed time beyond any datetime (a damaged document) is no OverflowError.
+    since_start = (end - month.start).total_seconds()
+    begin = month.start if elapsed >= since_start else end - timedelta(seconds=elapsed)
     overlap = (min(end, month.end) - max(begin, month.start)).total_seconds()
     return overlap / 3600 if overlap > 0 else None
 
