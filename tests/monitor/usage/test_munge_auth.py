@@ -14,7 +14,6 @@ import json
 import logging
 import math
 import os
-import pwd
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -174,9 +173,13 @@ def test_what_munged_refuses_and_what_the_monitor_does_not_take_are_403(
         foreign = elsewhere.credential(uid=alice.uid, gid=alice.gid)
     assert "not encoded with this cluster's MUNGE key" in refusal(
         ask(path, f"MUNGE {foreign}"), 403)
-    # A uid without an account here (root's name has none), then alice made inactive.
-    assert "'root' (uid 0) is no active account" in refusal(
-        ask(path, f"MUNGE {munged.credential()}"), 403)
+    # Root's own credential, even with an account root here; a uid with no name here; then
+    # alice made inactive.
+    User.objects.create_superuser("root", password=None)
+    assert "uid 0 (root) proves no user" in refusal(
+        ask(path, f"MUNGE {munged.credential(uid=0, gid=0)}"), 403)
+    assert "uid 54321 has no user name" in refusal(
+        ask(path, f"MUNGE {munged.credential(uid=54321, gid=54321)}"), 403)
     User.objects.filter(username=ALICE).update(is_active=False)
     assert f"'{ALICE}' (uid {alice.uid}) is no active account" in refusal(
         ask(path, f"MUNGE {munge()}"), 403)
@@ -239,13 +242,18 @@ def test_a_monitor_without_munge_configured_says_so_in_one_line(
 
 
 def test_the_login_nodes_credential_from_make_credential_is_taken(
-        monitor: UsageSite, munged: LoopbackMunge) -> None:
-    # make_credential runs as this process's user (root here): its uid is what is proven.
-    me = pwd.getpwuid(os.geteuid()).pw_name
-    User.objects.create_user(me)
-    credential = make_credential(socket=str(munged.socket))
-    answer = ask(f"/api/v1/users/{me}", f"MUNGE {credential}")
-    assert answer.status_code == 200 and answer.json()["user"] == me
+        monitor: UsageSite, munged: LoopbackMunge, people: dict[str, Person],
+        tmp_path: Path) -> None:
+    # make_credential runs `munge` as this process's user, root here, whose credential the
+    # monitor refuses: a munge that encodes as alice stands in for hers on a login node.
+    alice = people[ALICE]
+    program = tmp_path / "munge"
+    program.write_text(f"#!/bin/sh\nexec {munged.munge} --uid={alice.uid} --gid={alice.gid} "
+                       '"$@"\n')
+    program.chmod(0o755)
+    credential = make_credential(program=str(program), socket=str(munged.socket))
+    answer = ask(f"/api/v1/users/{ALICE}", f"MUNGE {credential}")
+    assert answer.status_code == 200 and answer.json()["user"] == ALICE
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ replayed one as munged does; its uid is mapped to a user name on the monitor hos
 service: /etc/passwd, sssd, LDAP), and that name must be an active account of the monitor,
 exactly, as a login's must. The request then has that user's visibility, as a session or an
 API token would give. Whoever is root on a host with the key can encode any uid: MUNGE
-trusts every such host, and so does the monitor that takes it.
+trusts every such host, and so does the monitor that takes it. A credential of uid 0 itself
+is refused: root's plain `munge -n` on any node would otherwise be the monitor's `root`.
 
 Every refusal is a Refusal in one line: 403 for the credential (malformed, refused by munged,
 no account), 503 when this host cannot decode now, 403 when MUNGE is not configured. The
@@ -99,6 +100,11 @@ def _credential(value: str) -> str:
 
 
 def _user_of(uid: int, name_of: NameOf) -> Any:
+    if uid == 0:
+        # Root on every host with the key makes one with a plain `munge -n`; an account named
+        # root here (createsuperuser's, often staff) must not open to all of them.
+        raise Refusal(403, "MUNGE credential refused: uid 0 (root) proves no user of this "
+                           "monitor; run clusterwatch usage as yourself")
     name = name_of(uid)
     if not name:
         raise Refusal(403, f"MUNGE credential refused: uid {uid} has no user name on this "
