@@ -10,6 +10,11 @@ sections equal those of `reference_sections`, a plain line-by-line parser (on al
 set, or the first --check-mb of each file with --check sample).
 
     python benchmarks/bench_reporter_logs.py [--size 1G] [--workdir DIR] [--check sample]
+                                             [--floors]
+
+With --floors it also times, in the same runs, what the parsers' design costs before any
+section's own work: reading the chunks alone, the marker scan alone (`re` finding every
+marker), and the records matched alone (marker, line start, record regex; no bookkeeping).
 
 Results go to standard output, progress to standard error. Target (the issue): >= 300 MB/s
 on a 2-core machine and within 2.5x of `grep -c` over the same files.
@@ -29,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Callable
 
-from clusterwatch.reporter import harvester_log
+from clusterwatch.reporter import harvester_lines, harvester_log
 
 GENERATOR_VERSION = 4
 LOGS = {  # file name: share of the set's bytes
@@ -254,6 +259,38 @@ def fast_sections(logs: dict[str, Iterable[bytes]]) -> dict[str, Any]:
         "communicator": harvester_log.failed_calls_section(logs["panda-communicator.log"]),
         "propagator": harvester_log.failed_calls_section(logs["panda-propagator.log"]),
     }
+
+
+# --- floors: what the parsers' design costs before any section's own work ----------------
+
+# Per log: the marker regex and record regex its section scans with (harvester_log).
+PATTERNS = {
+    "panda-job_fetcher.log": ("FETCH_MARK", "FETCH"),
+    "panda-submitter.log": ("SUBMIT_MARK", "SUBMIT"),
+    "panda-worker_adjuster.log": ("ADJUST_MARK", "ADJUST"),
+    "panda-communicator.log": ("CALL_MARK", "CALL"),
+    "panda-propagator.log": ("CALL_MARK", "CALL"),
+}
+
+
+def scan_only(logs: dict[str, list[bytes]]) -> int:
+    """Every marker found, nothing else: the floor of scanning the bytes with `re`."""
+    found = 0
+    for name, chunks in logs.items():
+        marker = getattr(harvester_log, PATTERNS[name][0])
+        for chunk in chunks:
+            found += sum(1 for _ in marker.finditer(chunk))
+    return found
+
+
+def records_only(logs: dict[str, list[bytes]]) -> int:
+    """Every record matched at its line's start, no section's bookkeeping: the floor of one
+    regex match per record, as `harvester_lines.records` does it."""
+    found = 0
+    for name, chunks in logs.items():
+        marker, record = (getattr(harvester_log, p) for p in PATTERNS[name])
+        found += sum(1 for _ in harvester_lines.records(chunks, marker, record))
+    return found
 
 
 # --- the generator --------------------------------------------------------------------------
@@ -565,6 +602,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs; the best is shown")
     parser.add_argument("--check", choices=["full", "sample", "none"], default="full")
+    parser.add_argument("--floors", action="store_true",
+                        help="also time reading alone, the marker scan alone and the record "
+                        "matches alone, in the same runs")
     parser.add_argument("--check-mb", type=int, default=50,
                         help="MB of each file the sample check compares")
     args = parser.parse_args(argv)
@@ -576,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
           file=sys.stderr)
 
     parse_s, only_s, grep_s = [], [], []
+    floors: dict[str, list[float]] = {
+        "read only": [], "marker scan only": [], "records matched only": []}
     counts: dict[str, Any] = {}
     for attempt in range(args.repeat):
         print(f"timing run {attempt + 1}/{args.repeat}", file=sys.stderr)
@@ -586,6 +628,20 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         fast_sections(logs)
         only_s.append(time.perf_counter() - started)
+        if args.floors:
+            started = time.perf_counter()
+            for path in paths.values():
+                for _chunk in stream_chunks(path):
+                    pass
+            floors["read only"].append(time.perf_counter() - started)
+            chunked = {name: read_chunks(path, 4 << 20) for name, path in paths.items()}
+            started = time.perf_counter()
+            scan_only(chunked)
+            floors["marker scan only"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            records_only(chunked)
+            floors["records matched only"].append(time.perf_counter() - started)
+            del chunked
         del logs
         started = time.perf_counter()
         for name, path in paths.items():
@@ -607,6 +663,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.repeat}; lines of interest: {sum(counts.values())})")
     print(f"ratio parse/grep time   {best_parse / best_grep:10.2f} x  (parse only: "
           f"{best_only / best_grep:.2f} x)")
+    for what, times in floors.items():
+        if times:
+            print(f"floor: {what:<21} {mb / min(times):6.0f} MB/s  ({min(times):.2f} s, "
+                  f"{min(times) / best_grep:.2f} x grep)")
 
     if args.check != "none":
         limit = None if args.check == "full" else args.check_mb * 10**6
