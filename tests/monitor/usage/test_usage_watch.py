@@ -6,6 +6,7 @@ by the next run, once; the hook; the staff page of the jobs breaking a rule now.
 from __future__ import annotations
 
 import io
+import socket
 import stat
 import tracemalloc
 from collections.abc import Iterator
@@ -186,6 +187,22 @@ def test_a_refused_send_is_one_line_exit_1_and_retried_later(watch: Watch) -> No
     rows = UsageAlert.objects.all()
     assert {(row.state, row.attempts) for row in rows} == {(UsageAlert.PENDING, 1)}
     assert all("451" in row.last_error for row in rows)
+
+
+def test_an_smtp_server_that_never_answers_costs_one_timeout_a_run(
+        watch: Watch, settings: Any) -> None:
+    with socket.socket() as silent:  # connections queue in its backlog: no greeting comes
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = silent.getsockname()[1], 0.3
+        with pytest.raises(RunError, match=r"^1 email\(s\) and 0 hook run\(s\) failed"):
+            watch.run()
+    rows = UsageAlert.objects.order_by("-attempts")
+    assert [row.attempts for row in rows] == [1, 0, 0, 0]  # the rest left due, untried
+    assert "timed out" in rows[0].last_error
+    settings.EMAIL_PORT = watch.mail.smtp.port
+    watch.run()  # the next run sends those left, the retried one once it is due
+    assert len(watch.mails(3)) == 3
 
 
 def test_a_source_that_fails_writes_nothing_and_says_so(watch: Watch) -> None:

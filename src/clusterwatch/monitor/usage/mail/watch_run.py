@@ -61,6 +61,7 @@ class WatchResult:
     failure: Optional[str] = None  # a source that did not answer
     hook_failures: list[str] = field(default_factory=list)
     no_address: set[str] = field(default_factory=set)  # owners without an address
+    untried: int = 0  # due emails left to the next run: the SMTP server did not answer
 
     @property
     def new(self) -> int:
@@ -142,19 +143,24 @@ def _deliver_due(sender: Sender, now: datetime, result: WatchResult) -> None:
             if row is None:
                 continue  # another run has it
             try:
-                _send(row, sender, now, link, result)
+                answered = _send(row, sender, now, link, result)
             except BaseException:
                 alert_outbox.release(row)  # an interrupt: the row as it was, for a later run
                 raise
+            if not answered:  # each email would wait out the timeout again: a run of 800
+                result.untried = len(ids) - ids.index(row_id) - 1  # outlasts its unit
+                return
 
 
 def _send(row: UsageAlert, sender: Sender, now: datetime, link: SmtpLink,
-          result: WatchResult) -> None:
+          result: WatchResult) -> bool:
+    """Send the row's email; False when the SMTP server could not be reached or stopped
+    answering (a network error or a timeout), True otherwise."""
     what = f"job {row.jobid} {row.rule}"
     if not row.recipient:  # written failed, so never due: a row damaged by hand
         alert_outbox.give_up(row, NO_ADDRESS)
         result.failed.append(f"{what}: {NO_ADDRESS}")
-        return
+        return True
     message = alert_message.build(row, greeting=greeting_name(row.user),
                                   base_url=sender.mail.base_url, sender=sender.mail.sender,
                                   now=now)
@@ -166,15 +172,19 @@ def _send(row: UsageAlert, sender: Sender, now: datetime, link: SmtpLink,
         why = alert_outbox.one_line(f"the email cannot be made: {exc}")
         alert_outbox.give_up(row, why)
         result.failed.append(f"{what}: {why}")
-        return
+        return True
     except (smtplib.SMTPException, OSError) as exc:
         error = _smtp_error(exc, sender.password)
         state = alert_outbox.failed_attempt(row, error, now)
         (result.failed if state == UsageAlert.FAILED else result.retry).append(
             f"{what} to {row.recipient}: {error}")
-        return
+        # smtplib reports a server that never answers as a disconnection (its timeout
+        # closes the socket); every other SMTPException (an OSError too) is an answer.
+        return (isinstance(exc, smtplib.SMTPException)
+                and not isinstance(exc, smtplib.SMTPServerDisconnected))
     alert_outbox.sent(row, now)
     result.sent += 1
+    return True
 
 
 def _move_cursor(now: datetime) -> None:

@@ -82,7 +82,9 @@ def summary(result: WatchResult, *, dry_run: bool) -> str:
         return text + "); dry run: nothing written or sent"
     text += (f", {result.new} new); {result.sent} emails sent"
              + (f", {len(result.retry)} to retry" if result.retry else "")
-             + (f", {len(result.failed)} failed" if result.failed else ""))
+             + (f", {len(result.failed)} failed" if result.failed else "")
+             + (f", {result.untried} left to the next run (the SMTP server did not answer)"
+                if result.untried else ""))
     if result.no_address:
         text += f"; {len(result.no_address)} owners without an email address"
     return text
