@@ -3,12 +3,14 @@
 The same document as `clusterwatch usage --json ID` computes on a login node
 (analysis/arrays.array_document): each task's kept summary where it has one, else
 accounting's own figures (one accounting call for the array, no Prometheus query per task).
-An array whose tasks the asker may not all see is answered as an unknown job, byte for byte.
+An array whose tasks the asker may not all see is answered as an unknown job, byte for byte;
+a kept summary whose user or account is not its task's (an older job of the same id) is not
+used.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from django.http import HttpRequest
 
@@ -18,11 +20,12 @@ from clusterwatch.monitor.core.view_guard import reads_dates
 from clusterwatch.monitor.usage.accounting.interface import (
     AccountingError,
     InvalidJobId,
+    JobRecord,
     check_array_id,
 )
 from clusterwatch.monitor.usage.accounting_source import accounting
 from clusterwatch.monitor.usage.analysis.arrays import array_document
-from clusterwatch.monitor.usage.analysis.summary_json import kept_document
+from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, kept_document
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.job_documents import accounting_document
 from clusterwatch.monitor.usage.models import KeptSummary
@@ -59,6 +62,17 @@ def array_usage(request: HttpRequest, array_id: str) -> Any:
     for first in range(0, len(ids), _KEPT_BATCH):
         kept.update(KeptSummary.objects.filter(jobid__in=ids[first:first + _KEPT_BATCH])
                     .values_list("jobid", "document"))
-    documents = [kept_document(kept.get(task.jobid))
+    documents = [_kept_of(task, kept.get(task.jobid))
                  or accounting_document(task, config.thresholds) for task in tasks]
     return array_document(array_id, documents, config.thresholds)
+
+
+def _kept_of(task: JobRecord, stored: object) -> Optional[UsageDocument]:
+    """The task's kept document, if it is this task's: a summary kept for an older job of
+    the same id (ids start again after a reset of Slurm's database) is someone else's, and
+    visibility was judged on accounting's task, not on it."""
+    document = kept_document(stored)
+    if document is None or (document["user"], document["account"]) != (task.user,
+                                                                        task.account):
+        return None
+    return document
