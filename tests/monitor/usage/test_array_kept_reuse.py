@@ -1,7 +1,8 @@
 """GET /api/v1/arrays/<id>/usage when a task's id was used before (Slurm's ids start again
 after slurmdbd's database is reset, or wrap at FirstJobId's bound): the summary kept for the
 old job of that id is someone else's, and the array's document holds only what accounting
-says of the task now, never that job's figures or name."""
+says of the task now, never that job's figures or name. And an array of two users' tasks:
+the unknown job's 404 to each of them, whole to staff."""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def test_a_task_whose_id_has_someone_elses_kept_summary_gets_accountings_figures
     tasks = answer.json()["tasks"]
     assert [(t["jobid"], t["user"], t["name"]) for t in tasks] == [
         ("4300_1", "alice", "alices-run"), ("4300_2", "alice", "alices-run")]
+
+
+def test_an_array_of_two_users_is_the_unknown_jobs_404_to_each_and_whole_to_staff(
+        usage_site: UsageSite) -> None:
+    for task, user in ((1, "alice"), (2, "bob")):
+        usage_site.job(f"4400_{task}", raw_id=str(4400 + 2 - task), user=user,
+                       name=f"{user}s-task", start=NOW - timedelta(hours=3))
+    clients = {name: client_of(name) for name in ("alice", "bob")}
+    unknown = clients["alice"].get("/api/v1/arrays/4499/usage")
+    assert unknown.status_code == 404
+    for name, client in clients.items():
+        answer = client.get("/api/v1/arrays/4400/usage")
+        assert (answer.status_code, answer.content) == (404, unknown.content), name
+    staff = client_of("root", staff=True).get("/api/v1/arrays/4400/usage")
+    assert staff.status_code == 200 and staff.json()["user"] is None
+    assert [t["user"] for t in staff.json()["tasks"]] == ["alice", "bob"]
