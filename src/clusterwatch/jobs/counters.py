@@ -41,7 +41,7 @@ class JobCounters:
                 previous = before[key]
                 if io is None:
                     io = previous  # unreadable this time: keep the last reading
-                elif previous is not None and (
+                elif previous is not None and io != previous and (  # idle: equal
                         io[0] < previous[0] or io[1] < previous[1]
                         or io[2] < previous[2] or io[3] < previous[3]):
                     io = io.at_least(previous)

@@ -48,6 +48,9 @@ _STALE = (errno.ESRCH, errno.ENODEV, errno.ENOENT)
 _OUT_OF_FILES = (errno.EMFILE, errno.ENFILE)
 
 _CHUNK = 65536
+# A held cgroup file's first read: room for every common one (memory.stat, per-CPU usage of
+# a few hundred CPUs) without allocating _CHUNK bytes per read; a longer one is read whole.
+_FIRST = 4096
 Opener = Callable[[str], bytes]
 Lister = Callable[[str], list[str]]
 
@@ -198,8 +201,9 @@ class HeldFiles:
         """Close the held file at `path`, if any: the next read opens the path again."""
         entry = self.entries.pop(path, None)
         if entry is not None:
+            fd, entry.fd = entry.fd, -1  # a read through a kept reference fails (EBADF)
             with contextlib.suppress(OSError):
-                _close(entry.fd)  # bound early: also from __del__ at interpreter exit
+                _close(fd)  # bound early: also from __del__ at interpreter exit
 
     def sweep(self) -> None:
         """End of a collection: close the files it did not read."""
@@ -289,8 +293,8 @@ class FileReader:
             if entry is not None:
                 entry.generation = held.generation
                 try:
-                    data = os.pread(entry.fd, _CHUNK, 0)
-                    if len(data) < _CHUNK:
+                    data = os.pread(entry.fd, _FIRST, 0)
+                    if len(data) < _FIRST:
                         return data.decode("ascii", "replace")
                 except OSError:
                     pass  # gone, replaced or failing: HeldFiles.read sorts it out

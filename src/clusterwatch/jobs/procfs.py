@@ -19,6 +19,7 @@ from clusterwatch.jobs import cgroup_parse
 from clusterwatch.jobs.file_reader import (
     PROCESS_VANISHED,
     FileReader,
+    HeldFile,
     ProcessVanished,
     count_failure,
 )
@@ -27,6 +28,10 @@ from clusterwatch.jobs.scratch import ScratchPaths
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _IO_KEYS = [b"syscr:", b"syscw:", b"read_bytes:", b"write_bytes:"]
+# What the common case reads of statm (7 numbers) and io (7 lines): both stay far below
+# this, and a buffer this small comes from Python's small-object allocator. A read that
+# fills it is read again whole (`ProcReader.sample`).
+_SHORT = 512
 MAX_SIDE_FILE = 1 << 20  # bytes read at most from a file a job's environment points to
 _MAX_REMEMBERED = 65536  # processes whose uid is remembered; then forgotten all at once
 
@@ -61,6 +66,16 @@ class _Known(NamedTuple):
     serial: Optional[int]  # of the held statm it was seen through (None: not held)
     starttime: int
     daemon: bool
+
+
+class _Record(NamedTuple):
+    """A process's held statm, io, fd/ and task/ and its start time (see ProcReader._record)."""
+
+    statm: HeldFile
+    io: HeldFile
+    fds: HeldFile
+    task: HeldFile
+    starttime: int
 
 
 class ProcessSample(NamedTuple):
@@ -136,12 +151,16 @@ class ProcReader:
         self._fd_count_in_size = _fd_count_in_size(proc_root)
         self._root_processes: dict[tuple[int, int], bool] = {}
         self._known: dict[int, _Known] = {}
+        # pid -> its held files and start time, in the common case of sample_job.
+        self._records: dict[int, _Record] = {}
         self._sampled: set[int] = set()
 
     def end_collection(self) -> None:
         """Forget the processes this collection did not read."""
         sampled = self._sampled
         self._known = {pid: known for pid, known in self._known.items() if pid in sampled}
+        self._records = {pid: record for pid, record in self._records.items()
+                         if pid in sampled}
         self._sampled = set()
 
     def sample_job(self, pids: list[int], daemon_comm: bytes = b"") -> list[ProcessSample]:
@@ -159,31 +178,31 @@ class ProcReader:
             return [s for s in samples if s is not None and not s.daemon]
         entries = held.entries
         generation = held.generation
-        known_processes = self._known
+        records = self._records
         self._sampled.update(pids)
-        root = self.proc_root
-        pread, fstat = os.pread, os.fstat
+        pread, fstat, new_tuple = os.pread, os.fstat, tuple.__new__
         found: list[ProcessSample] = []
         for pid in pids:
-            base = f"{root}/{pid}"
-            known = known_processes.get(pid)
-            statm = entries.get(base + "/statm")
-            io = entries.get(base + "/io")
-            fds = entries.get(base + "/fd")
-            task = entries.get(base + "/task")
-            if (known is None or known.daemon or statm is None or io is None or fds is None
-                    or task is None or known.serial != statm.serial):
+            record = records.get(pid)
+            if record is None:
+                record = self._record(pid, entries)
+            if record is None:
                 process = self.sample(pid, daemon_comm)
             else:
+                statm, io, fds, task, starttime = record
                 try:
-                    rss_pages = int(pread(statm.fd, 4096, 0).split(None, 2)[1])
-                    io_fields = pread(io.fd, 4096, 0).split()
+                    statm_bytes = pread(statm.fd, _SHORT, 0)
+                    io_bytes = pread(io.fd, _SHORT, 0)
                     threads = fstat(task.fd).st_nlink - 2
                     open_files = fstat(fds.fd).st_size
-                    if io_fields[4:12:2] != _IO_KEYS or not open_files:
+                    io_fields = io_bytes.split()
+                    # A full buffer may have been cut short: `sample` reads all of it.
+                    if (io_fields[4:12:2] != _IO_KEYS or not open_files
+                            or len(statm_bytes) == _SHORT or len(io_bytes) == _SHORT):
                         raise ValueError("not the common case")
-                    counters = IoCounters(int(io_fields[9]), int(io_fields[11]),
-                                          int(io_fields[5]), int(io_fields[7]))
+                    rss_pages = int(statm_bytes.split(None, 2)[1])
+                    counters = new_tuple(IoCounters, (int(io_fields[9]), int(io_fields[11]),
+                                                      int(io_fields[5]), int(io_fields[7])))
                     # Negative or past 64 bits: damage, which `sample` counts as malformed.
                     if (rss_pages | counters[0] | counters[1] | counters[2] | counters[3]) >> 64:
                         raise ValueError("not the common case")
@@ -191,12 +210,33 @@ class ProcReader:
                     process = self.sample(pid, daemon_comm)  # says what went wrong
                 else:
                     statm.generation = io.generation = fds.generation = task.generation = generation
-                    found.append(ProcessSample(pid, known.starttime, threads,
-                                               rss_pages * PAGE_SIZE, counters, open_files))
+                    found.append(new_tuple(ProcessSample, (
+                        pid, starttime, threads, rss_pages * PAGE_SIZE, counters, open_files,
+                        False)))
                     continue
             if process is not None and not process.daemon:
                 found.append(process)
         return found
+
+    def _record(self, pid: int, entries: dict[str, HeldFile]) -> Optional[_Record]:
+        """The held files of a process in the common case (see `sample_job`), remembered for
+        the next collections; None when it is not the common case.
+
+        A remembered record stays right while its files stay held: `sample`, the only place
+        a process's start time or files change, forgets it, and a file closed since
+        (HeldFiles.release) has the descriptor -1, which fails the read and sends the
+        process through `sample` too."""
+        base = f"{self.proc_root}/{pid}"
+        known = self._known.get(pid)
+        statm = entries.get(base + "/statm")
+        io = entries.get(base + "/io")
+        fds = entries.get(base + "/fd")
+        task = entries.get(base + "/task")
+        if (known is None or known.daemon or statm is None or io is None or fds is None
+                or task is None or known.serial != statm.serial):
+            return None
+        record = self._records[pid] = _Record(statm, io, fds, task, known.starttime)
+        return record
 
     def sample(self, pid: int, daemon_comm: bytes = b"") -> Optional[ProcessSample]:
         """The process's readings, or None when it vanished (counted) or a file is bad.
@@ -206,6 +246,7 @@ class ProcReader:
         base = f"{self.proc_root}/{pid}"
         files = self.files
         self._sampled.add(pid)
+        self._records.pop(pid, None)  # its files or start time may change here
         try:
             statm = files.proc_bytes(base + "/statm")
             if statm is None:
