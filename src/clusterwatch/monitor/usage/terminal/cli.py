@@ -1,8 +1,8 @@
 """`clusterwatch usage`: usage reports in a terminal, for the researchers on a login node.
 
 This module only builds the parser; the report's modules load in the handler. Nothing here
-or below imports Django (tests/monitor/usage/test_terminal_no_django.py proves it), so the
-command runs where the web stack is not installed.
+or below imports Django (tests/monitor/usage/test_terminal_console.py runs the command where
+Django cannot be imported), so it runs where the web stack is not installed.
 """
 
 from __future__ import annotations
