@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -108,25 +109,16 @@ class JobSampler:
             sample.processes = sample.threads = sample.max_process_threads = None
             sample.open_files = sample.process_rss_bytes = sample.spawned = None
             return sample
-        threads = max_threads = open_files = rss_bytes = 0
-        open_files_known = True
-        readings = []
-        for process in processes:
-            count = process.threads
-            threads += count
-            if count > max_threads:
-                max_threads = count
-            if process.open_files is None:
-                open_files_known = False
-            else:
-                open_files += process.open_files
-            rss_bytes += process.rss_bytes
-            readings.append(((process.pid, process.starttime), process.io))
+        readings: Iterable[tuple[tuple[int, int], Optional[IoCounters]]] = ()
+        if processes:
+            # Columns by zip, summed by builtins: no Python loop over the processes.
+            numbers, starttimes, threads, rss_bytes, ios, open_files, _ = zip(*processes)
+            sample.threads = sum(threads)
+            sample.max_process_threads = max(max(threads), 0)
+            sample.open_files = None if None in open_files else sum(open_files)
+            sample.process_rss_bytes = sum(rss_bytes)
+            readings = zip(zip(numbers, starttimes), ios)
         sample.processes = len(processes)
-        sample.threads = threads
-        sample.max_process_threads = max_threads
-        sample.open_files = open_files if open_files_known else None
-        sample.process_rss_bytes = rss_bytes
         counters = self._counters.get((job.key, jobid))
         if counters is None:
             counters = self._counters[(job.key, jobid)] = JobCounters()
