@@ -55,13 +55,14 @@ class JobCounters:
         self._departed = departed
         self._live = live
         read_bytes, write_bytes, read_operations, write_operations = departed
-        for io in live.values():
-            if io is not None:
-                read_bytes += io[0]
-                write_bytes += io[1]
-                read_operations += io[2]
-                write_operations += io[3]
-                self._any_io = True
+        readable = [io for io in live.values() if io is not None]
+        if readable:  # summed by builtins, column by column
+            self._any_io = True
+            columns = zip(*readable)
+            read_bytes += sum(next(columns))
+            write_bytes += sum(next(columns))
+            read_operations += sum(next(columns))
+            write_operations += sum(next(columns))
         self._total = IoCounters(read_bytes, write_bytes, read_operations,
                                  write_operations).at_least(self._total)
         self.io_known = self._any_io or self.spawned == 0
