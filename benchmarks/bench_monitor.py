@@ -720,6 +720,48 @@ def breakdown(queues: Sequence[str], username: str, rounds: int) -> str:
     return "\n".join(lines)
 
 
+def post_stages(poster: Poster, rounds: int) -> str:
+    """Median CPU ms (process_time) of a post's stages in-process, the view's own calls in
+    its order, each post a new latest record: where ingest's server CPU goes, less HTTP,
+    gunicorn and Django's request handling (the in-process row has those but HTTP)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from clusterwatch.monitor.core import sqlite_tuning
+    from clusterwatch.monitor.ingest import access, body, horizon, store, validation
+
+    steps: dict[str, list[float]] = {name: [] for name in (
+        "token", "parse (JSON, depth)", "schema", "digest", "duplicate check", "store")}
+    queries: list[int] = []
+    for i in range(rounds):
+        _, path, data, headers = poster.request(i)
+        key = path.split("/")[-2]
+        with CaptureQueriesContext(connection) as captured:
+            t0 = time.process_time()
+            token = access.authorize(headers["Authorization"], key)
+            t1 = time.process_time()
+            record = body.parse_object(data)
+            t2 = time.process_time()
+            collected_at = validation.check_record(record, key)
+            horizon.check_not_ahead(collected_at)
+            t3 = time.process_time()
+            digest = store.record_digest(record)
+            t4 = time.process_time()
+            store.duplicate_of(key, collected_at, record, digest)
+            t5 = time.process_time()
+            with sqlite_tuning.write_lock():
+                store.store_record(key, record, len(data), token=token, digest=digest)
+            t6 = time.process_time()
+        queries.append(len(captured.captured_queries))
+        for name, seconds in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
+            steps[name].append(seconds * 1000)
+    poster.posted += rounds
+    total = sum(statistics.median(values) for values in steps.values())
+    return (f"post steps in-process, median CPU of {rounds} (ms; {total:.1f} in all, "
+            f"{statistics.median(queries):.0f} statements): " + ", ".join(
+                f"{name} {statistics.median(values):.2f}" for name, values in steps.items()))
+
+
 def profile(paths: Sequence[str], client: Any, poster: Poster, rounds: int) -> str:
     """cProfile of in-process GETs of `paths` and of in-process POSTs: the top functions."""
     import cProfile
@@ -885,6 +927,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
                 progress("profiling in-process")
                 profile_text = breakdown([lay.queues[0], lay.first_queue_served_by(2)],
                                          username, args.profile_rounds)
+                profile_text += "\n" + post_stages(poster, args.profile_rounds)
                 profile_text += "\n" + profile([rows_pages[2].detail, rows_pages[3].detail],
                                                client, poster, args.profile_rounds)
         if args.workdir is not None and not args.postgres:
@@ -1073,7 +1116,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="where the database goes; kept, and reused by a later run with the "
                              "same sizes (SQLite only); default: a temporary directory")
     parser.add_argument("--profile", action="store_true",
-                        help="cProfile in-process GETs of the queue pages and POSTs")
+                        help="the CPU of a post's steps, the queue page's steps, and cProfile of "
+                             "in-process GETs of the queue pages and POSTs")
     parser.add_argument("--profile-rounds", type=int, default=20)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--raw", type=Path,
@@ -1094,7 +1138,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     # The latest records end where the posts start, so the last post is about now.
     posts = (2 * args.requests + args.inprocess_posts + 1 + args.bursts * args.hosts
-             + 2 * args.workers + (args.profile_rounds if args.profile else 0))
+             + 2 * args.workers + (2 * args.profile_rounds if args.profile else 0))
     rounds = -(-posts // args.hosts) + 1
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     args.latest_at = now - dt.timedelta(seconds=args.interval * rounds)
