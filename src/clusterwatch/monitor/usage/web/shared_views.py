@@ -72,6 +72,7 @@ def untraced(answer: HttpResponse) -> HttpResponse:
     return answer
 
 
+@reads_dates()
 def no_such_path(request: HttpRequest, rest: str) -> HttpResponse:
     """A path under /usage/shared/ that names no page of a link: the same 404 as a wrong
     link's, untraced (it may hold a token)."""
