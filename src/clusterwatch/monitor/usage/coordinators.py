@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.usage.accounting.interface import USER_NAME_PATTERN
 from clusterwatch.toml_file import read_toml
 
 VARIABLE = "CLUSTERWATCH_USAGE_COORDINATORS"
 ACCOUNT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-USER_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")  # the API's user names
+USER_RE = USER_NAME_PATTERN  # the API's user names
 
 log = logging.getLogger(__name__)
 

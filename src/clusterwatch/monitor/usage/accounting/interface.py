@@ -19,6 +19,10 @@ from clusterwatch.errors import ConfigError
 # Anything else (ranges like 1234_[1-5], steps, text) is refused before a program runs.
 JOBID_PATTERN = re.compile(r"[0-9]{1,12}(?:[_+][0-9]{1,9})?")
 
+# A user name as the reports accept one (the API's, the coordinators file's): what Slurm's
+# accounts are made of on the sites we know, no path or list separator.
+USER_NAME_PATTERN = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")
+
 RUNNING_STATES = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING",
                             "CONFIGURING", "COMPLETING", "STAGE_OUT", "SIGNALING"})
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,7 +11,7 @@ from django.utils import timezone
 from clusterwatch.monitor.core.asking import LOGIN_NEEDED, asker
 from clusterwatch.monitor.core.refusals import Refusal
 from clusterwatch.monitor.core.view_guard import reads_dates
-from clusterwatch.monitor.usage.accounting.interface import AccountingError
+from clusterwatch.monitor.usage.accounting.interface import USER_NAME_PATTERN, AccountingError
 from clusterwatch.monitor.usage.peer_ranks import with_peer_ranks
 from clusterwatch.monitor.usage.web.access import may_see_user
 from clusterwatch.monitor.usage.web.list_params import BadParameter, days_back
@@ -23,7 +22,7 @@ from clusterwatch.monitor.usage.web.report_answers import (
 )
 from clusterwatch.monitor.usage.web.user_jobs import user_jobs
 
-USERNAME_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@-]{0,63}")
+USERNAME_RE = USER_NAME_PATTERN
 DEFAULT_DAYS = 30
 
 
