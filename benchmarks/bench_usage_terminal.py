@@ -40,14 +40,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from clusterwatch.loopback.job_series import Burst, JobHistory, JobPlan, Usage, history
+from clusterwatch.loopback.job_series import JobHistory
 from clusterwatch.loopback.prometheus_history import prometheus_with_history
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_usage_pages import sacct_output  # a sibling benchmark's data
+from bench_usage_plot_queries import JOBID, synthetic_job  # and its week-long job
 
-GiB = 1024**3
-JOBID = "7700001"
 USER = "alice"  # bench_usage_pages' user
 TARGETS_MS = {"job": 1000.0, "table": 2000.0}
 _SACCT = """#!{python}
@@ -76,17 +75,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.hours <= 0 or args.jobs < 1 or args.runs < 1:
         parser.error("--hours must be positive, --jobs and --runs at least 1")
     return args
-
-
-def synthetic_job(hours: float, now: float) -> JobHistory:
-    usage = Usage(core_busy=(0.9, 0.9, 0.8, 0.8, 0.5, 0.5, 0.2, 0.1), rss_bytes=12 * GiB,
-                  cache_bytes=2 * GiB, threads=9, open_files=40, read_bytes_per_s=4e6,
-                  write_bytes_per_s=1e6, shmem_bytes=GiB // 2,
-                  burst=Burst(period_s=3600, busy_s=2400, quiet_busy=0.2))
-    end = float(round(now) - 3600)
-    return history(JobPlan(jobid=JOBID, name="md-run", user=USER, uid=1500, account="physics",
-                           partition="cpu", node="node042", start=end - hours * 3600, end=end,
-                           memory_requested_bytes=32 * GiB, usage=usage))
 
 
 def job_line(job: JobHistory) -> str:
