@@ -158,3 +158,17 @@ def test_no_word_of_the_monitors_reaches_the_terminal_with_a_control_character(
     found = source(Seam(200, json.dumps(listing).encode()), tmp_path).user_jobs(
         "alice", datetime.now(timezone.utc))
     assert found.unreadable and not any(_drives_the_terminal(r) for r in found.unreadable)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "3601", "soon"])
+def test_a_monitor_timeout_that_is_no_number_of_seconds_is_configuration(
+        tmp_path: Path, value: str) -> None:
+    from clusterwatch.monitor.usage.terminal.settings import read_settings
+
+    system = tmp_path / "usage.toml"
+    system.write_text("[usage]\n")
+    with pytest.raises(ConfigError, match=r"^CLUSTERWATCH_MONITOR_TIMEOUT_S must be a number "
+                                          r"of seconds above 0 and at most 3600, not "):
+        read_settings({"CLUSTERWATCH_USAGE_CONFIG": str(system),
+                       "CLUSTERWATCH_MONITOR_URL": "https://m.example.org",
+                       "CLUSTERWATCH_MONITOR_TIMEOUT_S": value})

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from clusterwatch.errors import ConfigError
+from clusterwatch.monitor.core import prefixed_settings
 from clusterwatch.monitor.usage.config import UsageConfig, read_config
 from clusterwatch.toml_file import read_toml
 
@@ -132,14 +133,8 @@ def _monitor(merged: Mapping[str, str]) -> Optional[MonitorSettings]:
     named = merged.get("CLUSTERWATCH_USAGE_TOKEN_FILE", "").strip()
     default = TOKEN_FILE.expanduser()
     token_file = Path(named).expanduser() if named else (default if default.exists() else None)
-    timeout = merged.get("CLUSTERWATCH_MONITOR_TIMEOUT_S", "").strip() or "30"
-    try:
-        timeout_s = float(timeout)
-    except ValueError:
-        timeout_s = -1.0
-    if not 0 < timeout_s <= 3600:
-        raise ConfigError("CLUSTERWATCH_MONITOR_TIMEOUT_S must be a number of seconds above 0 "
-                          f"and at most 3600, not {timeout[:20]!r}")
+    timeout_s = prefixed_settings.seconds(merged, "CLUSTERWATCH_MONITOR_TIMEOUT_S", 30.0,
+                                          most=3600)
     return MonitorSettings(url.rstrip("/"), token_file,
                            merged.get("CLUSTERWATCH_MUNGE_SOCKET", "").strip() or None,
                            timeout_s)
