@@ -28,15 +28,13 @@ from clusterwatch.monitor.usage.analysis.arrays import array_document
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument, kept_document
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.job_documents import accounting_document
-from clusterwatch.monitor.usage.models import KeptSummary
 from clusterwatch.monitor.usage.web.access import visibility
 from clusterwatch.monitor.usage.web.report_answers import (
     NO_SUCH_JOB,
     accounting_refusal,
     json_view,
 )
-
-_KEPT_BATCH = 500  # ids per query (SQLite's bound on parameters)
+from clusterwatch.monitor.usage.web.user_jobs import kept_of
 
 
 @reads_dates()
@@ -57,11 +55,7 @@ def array_usage(request: HttpRequest, array_id: str) -> Any:
     visible = visibility(user, config)
     if not tasks or not all(visible(task.user, task.account) for task in tasks):
         raise Refusal(404, NO_SUCH_JOB)
-    ids = [task.jobid for task in tasks]
-    kept: dict[str, object] = {}
-    for first in range(0, len(ids), _KEPT_BATCH):
-        kept.update(KeptSummary.objects.filter(jobid__in=ids[first:first + _KEPT_BATCH])
-                    .values_list("jobid", "document"))
+    kept = kept_of([task.jobid for task in tasks])
     documents = [_kept_of(task, kept.get(task.jobid))
                  or accounting_document(task, config.thresholds) for task in tasks]
     return array_document(array_id, documents, config.thresholds)
