@@ -45,6 +45,12 @@ def stale_gpu(pool: Pool) -> float:
     return now
 
 
+def watched(pool: Pool) -> tuple[int, int]:
+    """(nodes, GPU workers) the last poll watched, as its summary counts them."""
+    summary = state.load(pool.state_dir).last_poll
+    return summary["nodes"], summary["gpus"]
+
+
 def secret_webhook(pool: Pool, path: Path, content: str | None = None, mode: int = 0o600) -> str:
     url = f"{pool.slack.url}/services/T0CWTEST/B0CWTEST/{TOKEN}"
     path.write_text(content if content is not None else url + "\n")
@@ -169,7 +175,7 @@ def test_it_disables_the_gpu_check_for_an_empty_gpu_instances(pool: Pool, capsys
     assert status == 0, err
     assert pool.prometheus.queries == []
     assert recorded_argv(pool.bin_dir) == [["-af", "Machine", "LastHeardFrom"]]
-    assert sorted(state.load(pool.state_dir).records) == [f"node:{W1}", f"node:{W2}"]
+    assert (watched(pool), state.load(pool.state_dir).records) == ((2, 0), {})
 
 
 def test_it_ignores_comments_and_blank_lines_in_inventories(pool: Pool, capsys) -> None:
@@ -177,8 +183,10 @@ def test_it_ignores_comments_and_blank_lines_in_inventories(pool: Pool, capsys) 
         f"# execute nodes\n\n   \n  {W1}  \n# {W2} retired\n\t\n")
     (pool.config_dir / "gpu_instances").write_text(f"\n#{G2}\n{G1}\n# end\n")
     stale_gpu(pool)
+    pool.set_machines([])  # every listed node gets an absence window, so a record
     status, _, err = cli(capsys, *pool_args(pool))
     assert status == 0, err
+    assert watched(pool) == (1, 1)
     assert sorted(state.load(pool.state_dir).records) == [f"gpu:{G1}", f"node:{W1}"]
 
 

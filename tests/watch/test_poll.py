@@ -156,8 +156,8 @@ def test_it_makes_every_gpu_unknown_when_the_answer_is_unusable(pool: Pool, answ
         result = pool.poll(T0 + m * 60)
         assert result.gpu_error is not None and result.node_error is None
         assert result.decisions == []
-    records = state.load(pool.state_dir).records
-    assert records[f"gpu:{G1}"].absent_since is None
+    # No absence window was kept for the GPU workers (a quiet record is not kept at all).
+    assert sorted(state.load(pool.state_dir).records) == []
 
 
 def test_it_makes_every_gpu_unknown_when_prometheus_is_unreachable(pool: Pool) -> None:

@@ -144,6 +144,7 @@ def test_it_keeps_incidents_and_queued_messages_of_a_damaged_state_file(
     pool: Pool, damage: Callable[[bytes], bytes]
 ) -> None:
     stale(pool, G1)
+    pool.set_machines([W2])  # W1's pending absence window: a row before the incident's
     pool.slack.enqueue(SlackResponses.server_error())
     first = run_watch(pool)
     assert first.returncode == 0 and f"ALERT gpu:{G1} (stale)" in first.stdout

@@ -40,12 +40,12 @@ def render(watch_state: WatchState) -> str:
           "1 if the source answered usably in the last poll, 0 if every target was unknown.",
           [('{source="condor_status"}', 0.0 if poll.get("node_error") else 1.0),
            ('{source="prometheus"}', 0.0 if poll.get("gpu_error") else 1.0)])
-    targets = {"node": 0, "gpu": 0}
+    # The inventories' sizes: the records are only the targets with something to remember.
+    targets = {"node": int(poll.get("nodes", 0)), "gpu": int(poll.get("gpus", 0))}
     incidents = {"node": 0, "gpu": 0}
     held = {"node": 0, "gpu": 0}
     for target, record in watch_state.records.items():
         check = target.partition(":")[0]
-        targets[check] = targets.get(check, 0) + 1
         if record.incident is not None:
             incidents[check] = incidents.get(check, 0) + 1
             if record.incident.held:

@@ -74,70 +74,97 @@ def evaluate(
 ) -> tuple[dict[str, TargetRecord], list[Decision]]:
     """Apply one poll's observations to every expected target.
 
-    Returns the new record map (targets no longer in an inventory are forgotten) and the
-    transitions in inventory order. With `outgoing`, also what goes to the outbox: the
-    transitions its silences and windows do not hold back, and held alerts released
-    (holds.py); without it, nothing is held.
+    Returns the new record map and the transitions in inventory order. With `outgoing`,
+    also what goes to the outbox: the transitions its silences and windows do not hold
+    back, and held alerts released (holds.py); without it, nothing is held.
+
+    Only records with something to remember are kept (`is_quiet`): a quiet record decides
+    exactly as a new one does, since its last poll time only ever breaks windows it does not
+    have. So a target without a record that is seen well needs no work at all, the map holds
+    the targets in trouble rather than all 100,000, and targets no longer in an inventory
+    are forgotten.
     """
     updated: dict[str, TargetRecord] = {}
     decisions: list[Decision] = []
-    # The loops run once per target: attribute lookups are hoisted out of them.
-    node_failed = node_obs.error is not None
-    machines, heard = node_obs.machines, node_obs.heard
-    # The collector's clock, once per poll: a node's silence is measured on it.
-    reference = collector_now(node_obs, now) if heard else now
-    for name in nodes:
-        target = NODE_PREFIX + name
-        record = records.get(target)
+
+    def apply(target: str, record: Optional[TargetRecord], observation: Observation,
+              mtime: Optional[float] = None, heard_at: Optional[float] = None) -> None:
         if record is None:
             record = TargetRecord()
-        heard_at = None
         before = record.incident
-        if node_failed:
-            observation = Observation.UNKNOWN
-        elif name in machines:
-            last_heard = heard.get(name)
-            observation = Observation.PRESENT
-            if last_heard is not None:
-                observation, heard_at = classify_heard(now, last_heard, reference, thresholds)
-        else:
-            observation = Observation.MISSING
-        decision = decide(record, target, now, observation, None, thresholds, heard_at)
+        decision = decide(record, target, now, observation, mtime, thresholds, heard_at)
         if decision is not None:
             decisions.append(decision)
         if outgoing is not None and (decision is not None or (
                 record.incident is not None and record.incident.held)):
             outgoing.take(record, before, decision, target, now)
-        updated[target] = record
-    gpu_failed = gpu_obs.error is not None
+        if not is_quiet(record):
+            updated[target] = record
+
+    # The loops run once per target: attribute lookups are hoisted out of them, and the
+    # common case (seen well, no record) is decided inline.
+    node_records = _checked(records, NODE_PREFIX)
+    if node_obs.error is not None:
+        for name in nodes:  # unknown: only the records' windows break
+            if name in node_records:
+                apply(NODE_PREFIX + name, node_records[name], Observation.UNKNOWN)
+    else:
+        machines, heard = node_obs.machines, node_obs.heard
+        # The collector's clock, once per poll: a node's silence is measured on it.
+        reference = collector_now(node_obs, now) if heard else now
+        for name in nodes:
+            record = node_records.get(name)
+            if name not in machines:
+                apply(NODE_PREFIX + name, record, Observation.MISSING)
+                continue
+            last_heard = heard.get(name) if heard else None
+            if last_heard is None:
+                if record is not None:
+                    apply(NODE_PREFIX + name, record, Observation.PRESENT)
+                continue
+            observation, heard_at = classify_heard(now, last_heard, reference, thresholds)
+            if record is not None or observation is not Observation.PRESENT:
+                apply(NODE_PREFIX + name, record, observation, None, heard_at)
+    gpu_records = _checked(records, GPU_PREFIX)
+    if gpu_obs.error is not None:
+        for instance in gpus:
+            if instance in gpu_records:
+                apply(GPU_PREFIX + instance, gpu_records[instance], Observation.UNKNOWN)
+        return updated, decisions
     mtimes, invalid = gpu_obs.mtimes, gpu_obs.invalid
+    fail_s = thresholds.fail_s
     for instance in gpus:
-        target = GPU_PREFIX + instance
-        record = records.get(target)
-        if record is None:
-            record = TargetRecord()
+        record = gpu_records.get(instance)
         mtime = mtimes.get(instance)
-        before = record.incident
-        if gpu_failed:
-            observation = Observation.UNKNOWN
-        elif instance in invalid:
+        if (mtime is not None and record is None and 0 < mtime <= now
+                and now - mtime < fail_s and not (invalid and instance in invalid)):
+            continue  # fresh or aging (classify_mtime), nothing to remember
+        target = GPU_PREFIX + instance
+        if instance in invalid:
             log.warning("%s: unknown this poll: %s", target, invalid[instance])
-            observation = Observation.UNKNOWN
+            apply(target, record, Observation.UNKNOWN)
         elif mtime is None:
-            observation = Observation.MISSING
+            apply(target, record, Observation.MISSING)
         else:
             observation = classify_mtime(now, mtime, thresholds)
             if observation is Observation.UNKNOWN:
                 log.warning("%s: unknown this poll: file mtime %r is not in the past",
                             target, mtime)
-        decision = decide(record, target, now, observation, mtime, thresholds)
-        if decision is not None:
-            decisions.append(decision)
-        if outgoing is not None and (decision is not None or (
-                record.incident is not None and record.incident.held)):
-            outgoing.take(record, before, decision, target, now)
-        updated[target] = record
+            apply(target, record, observation, mtime)
     return updated, decisions
+
+
+def is_quiet(record: TargetRecord) -> bool:
+    """No pending window and no open incident: the record decides as a new one would."""
+    return (record.incident is None and record.absent_since is None
+            and record.good_since is None and record.good_first_mtime is None)
+
+
+def _checked(records: dict[str, TargetRecord], prefix: str) -> dict[str, TargetRecord]:
+    """The records of one check, by the name its inventory lists."""
+    cut = len(prefix)
+    return {target[cut:]: record for target, record in records.items()
+            if target.startswith(prefix)}
 
 
 def firing_events(records: dict[str, TargetRecord]) -> list[Event]:

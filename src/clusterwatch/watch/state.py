@@ -1,8 +1,10 @@
-"""The watch's state file: per-target records and the outbox, saved atomically each poll.
+"""The watch's state file: the targets' records and the outbox, saved atomically each poll.
 
 One JSON file, `state.json`, in a directory of mode 700; a lock file serialises overlapping
-runs. Records are stored as short lists, not objects: at 100,000 targets the file is read
-and written every minute, and lists halve both the size and the time.
+runs. It holds a record only for a target with something to remember (a pending window or
+an open incident, poll.evaluate): a target seen well needs none. Records are stored as
+short lists, not objects, which halve both the size and the time of the rare large file
+(a pool in trouble, or a state the earlier program wrote with a record per target).
 """
 
 from __future__ import annotations
