@@ -60,7 +60,7 @@ def test_it_sees_a_fresh_file_then_alerts_at_once_on_a_20_minute_old_one(
     result = poll(config_dir, tmp_path / "state", worker.prometheus.url)
     assert result.gpu_error is None and result.decisions == []
     records = state.load(tmp_path / "state").records
-    assert records[f"gpu:{worker.instance}"].absent_since is None
+    assert f"gpu:{worker.instance}" not in records  # fresh: nothing to remember
     assert records[f"gpu:{closed}"].absent_since is not None  # missing: window started
 
     old = worker.age_gpu_file(20 * 60)

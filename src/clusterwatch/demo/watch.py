@@ -97,7 +97,8 @@ class _Story:
     def poll(self, label: str) -> bool:
         config = load_config(self.config_dir, self.state_dir, self.worker.prometheus.url)
         result = run_poll(config, build_channels(config))
-        is_open = state.load(self.state_dir).records[self.target].incident is not None
+        record = state.load(self.state_dir).records.get(self.target)  # none once recovered
+        is_open = record is not None and record.incident is not None
         verdicts = ", ".join(f"{d.action.value.upper()} ({d.status.value})"
                              for d in result.decisions)
         self.out.write(f"  poll ({label}): {verdicts or 'no transition'}"
