@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ from clusterwatch.watch import state
 from clusterwatch.watch.channels import build_channels
 from clusterwatch.watch.config import load_config
 from clusterwatch.watch.poll import PollResult, run_poll
+from clusterwatch.watch.prometheus import decode_vector, gpu_file_query, parse_vector
+from clusterwatch.watch.vector_scan import scan_vector
 
 pytestmark = pytest.mark.integration
 
@@ -49,6 +52,13 @@ def poll(config_dir: Path, state_dir: Path, prometheus_url: str) -> PollResult:
     return run_poll(config, build_channels(config))
 
 
+def raw_answer(prometheus_url: str, promql: str) -> bytes:
+    """The body Prometheus answers to the instant query, as the watch posts it."""
+    data = urllib.parse.urlencode({"query": promql, "time": f"{time.time():.3f}"}).encode()
+    with urllib.request.urlopen(prometheus_url + "/api/v1/query", data, timeout=10) as answer:
+        return answer.read()  # type: ignore[no-any-return]
+
+
 def test_it_sees_a_fresh_file_then_alerts_at_once_on_a_20_minute_old_one(
     tmp_path: Path, worker: LiveGpuWorker
 ) -> None:
@@ -62,6 +72,14 @@ def test_it_sees_a_fresh_file_then_alerts_at_once_on_a_20_minute_old_one(
     records = state.load(tmp_path / "state").records
     assert f"gpu:{worker.instance}" not in records  # fresh: nothing to remember
     assert records[f"gpu:{closed}"].absent_since is not None  # missing: window started
+
+    # Real Prometheus' answer has the compact shape the scan reads (no decoding), and the
+    # scan gives what decoding it would.
+    body = raw_answer(worker.prometheus.url, gpu_file_query(load_config(
+        config_dir, tmp_path / "state", worker.prometheus.url).prometheus_job))
+    rows = scan_vector(body)
+    assert rows is not None and [instance for instance, _ in rows] == [worker.instance]
+    assert parse_vector(body) == decode_vector(body)
 
     old = worker.age_gpu_file(20 * 60)
     worker.wait_until_scraped(old)

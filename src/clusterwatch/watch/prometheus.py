@@ -6,11 +6,14 @@ import json
 import math
 import urllib.parse
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Optional
 
 from clusterwatch.http_client import TransportError, request
+from clusterwatch.watch.vector_scan import scan_vector
 
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 def gpu_file_query(job: str) -> str:
@@ -42,9 +45,17 @@ class GpuObservation:
 def parse_vector(body: bytes) -> GpuObservation:
     """Validate an instant-query answer by the spec's table; any bytes give an observation.
 
-    An answer the decoder cannot hold (nested deeper than the interpreter's recursion
-    limit, or too big for memory) is as unusable as one that is not JSON.
+    Prometheus' usual compact answer is scanned without decoding it (vector_scan); any
+    other is decoded whole. An answer the decoder cannot hold (nested deeper than the
+    interpreter's recursion limit, or too big for memory) is as unusable as one that is not
+    JSON.
     """
+    scanned = scan_vector(body)
+    return _scanned_rows(scanned) if scanned is not None else decode_vector(body)
+
+
+def decode_vector(body: bytes) -> GpuObservation:
+    """`parse_vector` by decoding the answer whole, whatever its shape."""
     try:
         answer = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -68,8 +79,7 @@ def parse_vector(body: bytes) -> GpuObservation:
 
 
 def _rows(rows: list[Any]) -> GpuObservation:
-    mtimes: dict[str, float] = {}
-    invalid: dict[str, str] = {}
+    values: list[tuple[str, Optional[float]]] = []
     for row in rows:
         metric = row.get("metric") if isinstance(row, dict) else None
         if not isinstance(metric, dict):
@@ -77,11 +87,34 @@ def _rows(rows: list[Any]) -> GpuObservation:
         instance = metric.get("instance")
         if not isinstance(instance, str) or not instance:
             return GpuObservation(error="a row has no instance label")
+        values.append((instance, _sample_value(row.get("value"))))
+    return _by_instance(values)
+
+
+def _scanned_rows(rows: list[tuple[str, str]]) -> GpuObservation:
+    """The common case, one valid row per instance, in a few calls over all rows; any
+    other goes row by row as the decoded answer does."""
+    try:
+        values = list(map(float, map(_second, rows)))
+    except ValueError:
+        pass
+    else:
+        if all(map(math.isfinite, values)):
+            mtimes = dict(zip(map(_first, rows), values))
+            if len(mtimes) == len(rows):
+                return GpuObservation(mtimes=mtimes)
+    return _by_instance([(instance, _finite(text)) for instance, text in rows])
+
+
+def _by_instance(values: list[tuple[str, Optional[float]]]) -> GpuObservation:
+    """The rows' mtimes, in answer order; None: the row's value is not a finite number."""
+    mtimes: dict[str, float] = {}
+    invalid: dict[str, str] = {}
+    for instance, value in values:
         if instance in mtimes or instance in invalid:
             mtimes.pop(instance, None)
             invalid[instance] = "two rows for one instance"
             continue
-        value = _sample_value(row.get("value"))
         if value is None:
             invalid[instance] = "the value is not a finite number"
             continue
@@ -93,8 +126,12 @@ def _sample_value(pair: Any) -> Optional[float]:
     # [query_time, "value"]: the first element is when the query ran, not the file's mtime.
     if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
         return None
+    return _finite(pair[1])
+
+
+def _finite(text: str) -> Optional[float]:
     try:
-        value = float(pair[1])
+        value = float(text)
     except ValueError:
         return None
     return value if math.isfinite(value) else None
