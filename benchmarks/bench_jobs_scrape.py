@@ -305,19 +305,23 @@ class PsutilBaseline:
 class SystemCallFloor:
     """The system calls of one scrape and nothing else, as a tight loop of `os` calls: a
     `pread` of every file the exporter holds open (its processes' `statm` and `io`, its jobs'
-    cgroup files), an `fstat` of every directory it holds (`fd/`, `task/`), and for every
-    cgroup below each job an open, read and close of its `cgroup.procs` and a listing of the
-    directory. What the exporter's Python adds to that is the distance to the floor."""
+    cgroup files), an `fstat` of every /proc directory it holds (`fd/`, `task/`), and for
+    every cgroup below each job an open of its `cgroup.procs` relative to the directory it
+    holds, a read and a close, an `fstat` of that directory and, where its link count says
+    it has subdirectories, a listing. What the exporter's Python adds to that is the
+    distance to the floor."""
 
     def __init__(self, ours: JobsCollector, cgroup_root: str) -> None:
         held = ours._sampler.files.held
-        entries = held.entries.items() if held is not None else ()
+        entries = held.entries if held is not None else {}
+        cgroups = [directory for directory, _, names in
+                   os.walk(os.path.join(cgroup_root, "freezer"))
+                   if "/job_" in directory and "cgroup.procs" in names]
         directories = ("/fd", "/task")
-        self.files = [e.fd for path, e in entries if not path.endswith(directories)]
-        self.directories = [e.fd for path, e in entries if path.endswith(directories)]
-        self.cgroups = [directory for directory, _, names in
-                        os.walk(os.path.join(cgroup_root, "freezer"))
-                        if "/job_" in directory and "cgroup.procs" in names]
+        self.files = [e.fd for path, e in entries.items()
+                      if not path.endswith(directories) and path not in cgroups]
+        self.directories = [e.fd for path, e in entries.items() if path.endswith(directories)]
+        self.cgroups = [(directory, entries[directory].fd) for directory in cgroups]
 
     def scrape(self) -> None:
         pread, fstat = os.pread, os.fstat
@@ -325,13 +329,14 @@ class SystemCallFloor:
             pread(fd, 4096, 0)
         for fd in self.directories:
             fstat(fd)
-        for directory in self.cgroups:
-            fd = os.open(directory + "/cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
+        for directory, dir_fd in self.cgroups:
+            fd = os.open("cgroup.procs", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
             os.read(fd, 65536)
             os.close(fd)
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    entry.is_dir(follow_symlinks=False)
+            if fstat(dir_fd).st_nlink != 2:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        entry.is_dir(follow_symlinks=False)
 
 
 def profile(ours: JobsCollector, scrapes: int) -> None:

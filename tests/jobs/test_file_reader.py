@@ -83,10 +83,10 @@ def test_it_holds_fewer_files_when_the_process_runs_out_of_descriptors(
     real_open = os.open
     failures = [OSError(errno.EMFILE, "Too many open files")]
 
-    def failing_open(path: str, flags: int, *args: object) -> int:
+    def failing_open(path: str, flags: int, *args: object, **kwargs: object) -> int:
         if failures:
             raise failures.pop()
-        return real_open(path, flags, *args)  # type: ignore[arg-type]
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     (tmp_path / "e").write_text("e")
     monkeypatch.setattr(os, "open", failing_open)

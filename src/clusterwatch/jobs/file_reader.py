@@ -63,16 +63,17 @@ _O_READ = os.O_RDONLY | os.O_CLOEXEC
 _O_DIR = getattr(os, "O_PATH", 0) | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def read_file(path: str) -> bytes:
-    """The whole file; the reader of files read once (environments), and the default opener
-    of tests that replace it.
+def read_file(path: str, dir_fd: Optional[int] = None) -> bytes:
+    """The whole file (`path` relative to the directory `dir_fd` when given); the reader of
+    files read once (environments, cgroup.procs), and the default opener of tests that
+    replace it.
 
     os.open/os.read rather than open(): no file object per read, which is most of the cost
     for the thousands of small /proc and cgroup files a collection reads. The kernel's
     seq_file-backed files (/proc/<pid>/*, cgroup files) and regular files fill the buffer
     unless at the end, so only a full buffer needs another read.
     """
-    fd = os.open(path, _O_READ)
+    fd = os.open(path, _O_READ, dir_fd=dir_fd)
     try:
         data = os.read(fd, _CHUNK)
         if len(data) < _CHUNK:
@@ -191,6 +192,16 @@ class HeldFiles:
         if fd is None:
             return os.stat(path)
         return os.fstat(fd)
+
+    def directory(self, path: str) -> Optional[int]:
+        """The descriptor of the directory at `path`, held open without being readable
+        (O_PATH: for files opened relative to it and for its stat), marked read; None where
+        no more may be held. OSError as opening the path raises it."""
+        entry = self.entries.get(path)
+        if entry is not None:
+            entry.generation = self.generation
+            return entry.fd
+        return self._open(path, _O_DIR)
 
     def serial(self, path: str) -> Optional[int]:
         """The serial number of the held file at `path`; None when it is not held."""

@@ -16,6 +16,7 @@ import stat as stat_module
 from typing import NamedTuple, Optional
 
 from clusterwatch.jobs import cgroup_parse
+from clusterwatch.jobs.cgroup_procs import CgroupProcs
 from clusterwatch.jobs.file_reader import (
     PROCESS_VANISHED,
     FileReader,
@@ -97,11 +98,13 @@ class JobPids(NamedTuple):
     complete: bool
 
 
-def job_pids(job: JobCgroup, files: FileReader) -> JobPids:
+def job_pids(job: JobCgroup, cgroups: CgroupProcs) -> JobPids:
     """PIDs in every cgroup below the job (daemon cgroups skipped) and the number of steps.
 
     Symbolic links are not followed (see layout). What cannot be read is counted and
-    makes the list incomplete."""
+    makes the list incomplete. A directory that surely has no subdirectory is not listed
+    (see cgroup_procs)."""
+    files = cgroups.files
     pids: list[int] = []
     steps = 0
     complete = True
@@ -113,16 +116,18 @@ def job_pids(job: JobCgroup, files: FileReader) -> JobPids:
     pending = [top]
     while pending:
         directory = pending.pop()
-        path = directory + "/cgroup.procs"
-        text, unreadable = files.cgroup_text_once(path)  # never held: see cgroup_text_once
-        if unreadable:
+        reading = cgroups.read(directory)
+        text = reading.text
+        if reading.unreadable:
             complete = False
         elif text:
             try:
                 pids.extend(cgroup_parse.parse_procs(text))
             except ValueError as exc:
-                files.malformed(path, exc)
+                files.malformed(directory + "/cgroup.procs", exc)
                 complete = False
+        if reading.leaf:
+            continue
         try:
             with os.scandir(directory) as entries:
                 children = [entry for entry in entries if entry.is_dir(follow_symlinks=False)]
@@ -132,6 +137,7 @@ def job_pids(job: JobCgroup, files: FileReader) -> JobPids:
             count_failure(files.errors, directory, exc)
             complete = False
             continue
+        cgroups.listed(reading, len(children))
         for child in children:
             name = child.name
             if name in daemon_dirs:

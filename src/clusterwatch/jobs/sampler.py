@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from clusterwatch.jobs import cgroup_parse, discovery, gpus
+from clusterwatch.jobs.cgroup_procs import CgroupProcs
 from clusterwatch.jobs.cgroup_stats import CgroupStats, read_stats
 from clusterwatch.jobs.counters import JobCounters
 from clusterwatch.jobs.file_reader import JOB_FAILED, FileReader
@@ -66,6 +67,7 @@ class JobSampler:
         self.sources = sources
         self.files = files
         self.procs = ProcReader(proc_root, files)
+        self.cgroup_procs = CgroupProcs(files)
         self.gpu_inventory = gpu_inventory
         self.users = UserNames()
         self._gpus_refreshed = False
@@ -91,7 +93,7 @@ class JobSampler:
         return samples
 
     def _sample_job(self, job: JobCgroup) -> JobSample:
-        pids, steps, complete = job_pids(job, self.files)
+        pids, steps, complete = job_pids(job, self.cgroup_procs)
         processes = self.procs.sample_job(pids, job.daemon_comm)
         metadata, uid = self.identities.resolve(job, [process.pid for process in processes])
         jobid = job.jobid or metadata.jobid or job.name
