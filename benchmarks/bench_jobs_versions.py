@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import IO, Optional
 
 from bench_jobs_scrape import build_node
-
 from clusterwatch.loopback.cgroup_lab import CgroupLab
 
 HERE = Path(__file__).resolve().parent
