@@ -27,6 +27,14 @@ SETTING = "CLUSTERWATCH_DATABASE_URL"
 PASSWORD_SETTING = "CLUSTERWATCH_DATABASE_PASSWORD_FILE"  # noqa: S105 (a variable name)
 CREDENTIAL = "db-password"  # the systemd credential read when no file is named
 _EXAMPLE = "postgresql://user@host:5432/clusterwatch"
+# Seconds a worker keeps its connection between requests (Django's CONN_MAX_AGE), on both
+# databases. SQLite too: a new connection per request ran three PRAGMAs, and the last one to
+# close folded the WAL back into the database, 17-18 -> 11-13 ms of CPU per 200 KB post
+# (benchmarks/README.md, issue 23). So the newest writes stay in the `-wal` file between
+# checkpoints: a backup is SQLite's online copy, never a copy of the file (docs/monitor.md
+# "Backup and space"). A request that leaves a transaction open does not keep its
+# connection (sqlite_tuning), and the age bounds what a kept one could hold.
+KEPT_S = 60
 
 
 def parse(url: str, password_file: Union[SecretFile, str, None] = None) -> dict[str, Any]:
@@ -50,8 +58,8 @@ def parse(url: str, password_file: Union[SecretFile, str, None] = None) -> dict[
             "HOST": found.host,  # empty: the local Unix socket
             "PORT": str(found.port or ""),
             "OPTIONS": dict(parse_qsl(found.query)),
-            "CONN_MAX_AGE": 60,
-            "CONN_HEALTH_CHECKS": True,
+            "CONN_MAX_AGE": KEPT_S,
+            "CONN_HEALTH_CHECKS": True,  # a server that went away: reconnect, not a 503
         }
     raise SettingError(
         f"{SETTING}: unsupported scheme {found.scheme!r} (use sqlite or postgresql)")
@@ -69,9 +77,10 @@ def password_file(environ: Mapping[str, str]) -> Optional[SecretFile]:
 
 
 def sqlite(path: Path) -> dict[str, Any]:
-    """The entry for a SQLite file (the default, without any URL to parse)."""
+    """The entry for a SQLite file (the default, without any URL to parse). No health
+    checks: a file has no server to lose (Django's SQLite connection is always usable)."""
     return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path),
-            "OPTIONS": {"timeout": 20}}
+            "OPTIONS": {"timeout": 20}, "CONN_MAX_AGE": KEPT_S}
 
 
 def sqlite_url(path: Path) -> str:

@@ -13,6 +13,13 @@ benchmarks/bench_monitor.py, 4 connections: p99 92-106 -> 45-49 ms, maximum 207-
 queue made things worse (p50 +20%): keep the locked part to the statements. BEGIN
 IMMEDIATE does not help (same busy handler; p99 and maximum no better). Other writers
 (retention, tokens, the admin) still meet the busy handler, as before.
+
+A worker keeps its connection between requests (CONN_MAX_AGE, core/database_url.py), so
+what one request leaves open would reach the next: Django drops a connection whose
+autocommit was left off or that outlived its age, and `_end_open_transaction` one that a
+request left inside a transaction (a BEGIN without its end), which would otherwise hold
+SQLite's write lock (every other writer waits the busy timeout, then fails) or a snapshot
+that stops the WAL's checkpoints.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Optional
 
+from django.core.signals import request_finished, request_started
 from django.db import connections
 from django.db.backends.signals import connection_created
 
@@ -47,8 +55,23 @@ def _tune(sender: Any, connection: Any, **kwargs: Any) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
 
 
+def _end_open_transaction(sender: Any, **kwargs: Any) -> None:
+    """Close (which rolls back) each SQLite connection of this thread left in a transaction
+    outside any atomic block, at a request's start and end, beside Django's own
+    `close_old_connections`. An atomic block still open is its owner's (a test's)."""
+    for connection in connections.all(initialized_only=True):
+        if (connection.vendor == "sqlite" and connection.connection is not None
+                and connection.connection.in_transaction and not connection.in_atomic_block):
+            log.warning("database %s: a request left a transaction open; closed, so it "
+                        "is rolled back", connection.alias)
+            connection.close()
+
+
 def connect() -> None:
     connection_created.connect(_tune, dispatch_uid="clusterwatch.monitor.core.sqlite_tuning")
+    for signal in (request_started, request_finished):
+        signal.connect(_end_open_transaction,
+                       dispatch_uid="clusterwatch.monitor.core.sqlite_tuning.transactions")
 
 
 @contextmanager
