@@ -18,7 +18,8 @@ Also timed in each worker, after the rounds: a new collector's first scrape (whi
 every file it then holds), the files closed outside the timing.
 
 Output: the median and p90 CPU time (`time.process_time` of the worker) per scrape of each
-version, the ratio, and how many rounds' expositions were identical. Exit status 1 when a
+version, their ratio and the median of the rounds' own after/before ratios, and how many
+rounds' expositions were identical. Exit status 1 when a
 round differs other than by the kernel's memory figures.
 """
 
@@ -152,7 +153,9 @@ def report(workers: list[Worker], args: argparse.Namespace, identical: int,
         print(f"  {worker.name:10}{statistics.median(worker.cpu_ms):11.1f}{p90:9.1f}"
               f"{first:14.1f}")
     before, after = (statistics.median(worker.cpu_ms) for worker in workers)
-    print(f"  after / before: {after / before:.3f} ({(after - before) / before:+.1%})")
+    pairs = statistics.median(a / b for b, a in zip(*(worker.cpu_ms for worker in workers)))
+    print(f"  after / before: {after / before:.3f} of the medians "
+          f"({(after - before) / before:+.1%}), {pairs:.3f} the median of the rounds' pairs")
     print(f"\nexpositions: {identical} of {args.scrapes} rounds identical byte for byte, "
           f"{kernel_only} differing only in memory figures the kernel changed between the "
           f"two readings, {len(changed)} otherwise")
