@@ -183,8 +183,8 @@ def test_what_it_may_not_read_is_counted_as_by_path(
 
 def test_it_lists_every_directory_where_link_counts_are_wrong(
         tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A filesystem that says 2 links for every directory (as some network filesystems do)
-    is never taken at its word: every directory is listed."""
+    """A filesystem that says 2 links for every directory, whatever it holds, is never
+    taken at its word: every directory is listed."""
     job_dir = v1_slurm_job(
         tree, "42", tasks={"step_0/task_0": [101], "step_1/task_0": [102]})["freezer"]
     real_fstat = os.fstat

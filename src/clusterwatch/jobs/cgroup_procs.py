@@ -14,9 +14,9 @@ held open (O_PATH, see file_reader.HeldFiles), both cost less:
   there is none, and the listing (an open, a stat, two getdents and a close) is skipped.
   That is trusted only on a filesystem (device) where a listing that found subdirectories
   found exactly as many as the link count said (`listed`): one that does not count them
-  (btrfs and overlayfs say 1, some network filesystems always 2) is listed as before. So is
-  a directory that not everyone may list, whose listing the exporter may be refused (and
-  would count).
+  (btrfs and overlayfs say 1; a filesystem may as well say 2 whatever a directory holds) is
+  listed as before. So is a directory that not everyone may list, whose listing the
+  exporter may be refused (and would count).
 
 A held directory stays tied to the cgroup it was opened on, as held cgroup files do: when
 that cgroup is removed, `cgroup.procs` is no longer found through it (ENOENT, also once a
