@@ -4,10 +4,8 @@ line-by-line reference on generated logs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +20,9 @@ from clusterwatch.reporter.harvester_log import (
     submission_section,
 )
 
+from .harvester_log_support import bench
+
 LOGS = HARVESTER_LOGS
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_reporter_logs.py"
-
-
-def _bench() -> Any:
-    """benchmarks/bench_reporter_logs.py: the log generator and the line-by-line reference."""
-    if "bench_reporter_logs" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_reporter_logs", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_reporter_logs"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench_reporter_logs"]
 
 
 def chunks(name: str) -> list[bytes]:
@@ -343,7 +331,7 @@ def test_it_gives_the_same_section_however_the_log_is_chunked(name: str, parse: 
 
 def _fixture_logs(generation: str) -> dict[str, list[bytes]]:
     logs = {}
-    for name in _bench().LOGS:
+    for name in bench().LOGS:
         path = LOGS / generation / name
         if not path.exists():
             path = LOGS / "new" / name
@@ -354,26 +342,26 @@ def _fixture_logs(generation: str) -> dict[str, list[bytes]]:
 @pytest.mark.parametrize("generation", ["new", "old"])
 def test_it_finds_what_the_line_by_line_reference_finds_in_the_fixtures(
         generation: str) -> None:
-    bench = _bench()
+    generator = bench()
     logs = _fixture_logs(generation)
-    assert bench.fast_sections(logs) == bench.reference_sections(logs)
+    assert generator.fast_sections(logs) == generator.reference_sections(logs)
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_it_finds_what_the_line_by_line_reference_finds_in_generated_logs(seed: int) -> None:
-    bench = _bench()
+    generator = bench()
     rnd = random.Random(seed)
     debug = seed % 3 != 0  # a third of the runs log at INFO
     logs = {}
-    for name in bench.LOGS:
-        blocks = list(bench.generate(name, rnd.randint(20_000, 120_000), seed, debug=debug,
-                                     tricky=0.2, new_share=rnd.random()))
+    for name in generator.LOGS:
+        blocks = list(generator.generate(name, rnd.randint(20_000, 120_000), seed, debug=debug,
+                                         tricky=0.2, new_share=rnd.random()))
         data = b"".join(blocks)  # empty for the adjuster at INFO
         cuts = sorted(rnd.sample(range(len(data)), min(3, len(data))))
         # chunk ends on a newline, as the tailer guarantees
         ends = [*sorted({data.rfind(b"\n", 0, c) + 1 for c in cuts} - {0}), len(data)]
         logs[name] = [data[a:b] for a, b in zip([0, *ends[:-1]], ends) if b > a]
-    fast, ref = bench.fast_sections(logs), bench.reference_sections(logs)
+    fast, ref = generator.fast_sections(logs), generator.reference_sections(logs)
     assert fast == ref
     assert sum(q["attempts"] for q in fast["fetching"]["queues"].values()) > 0
     assert fast["communicator"]["failed"] > 0

@@ -29,7 +29,9 @@ MAX_QUEUES = 1000  # adjuster values kept in state: far above any harvester's qu
 MAX_LINE = 2000
 
 # --- job fetcher: `run <queueName=Q> getting N jobs ...` (DEBUG), `got N jobs ... with X`
-FETCH_MARK = re.compile(rb"> g(?:ot|etting) \d")
+# the marker holds as much of the record as its regex can find at memory speed: a `got 5
+# queues` line costs the scan one comparison more instead of a failed record match
+FETCH_MARK = re.compile(rb"> g(?:ot|etting) \d+ jobs")
 FETCH = re.compile(
     HEAD + rb"\S+ <queueName=([^>]*)> "
     rb"(?:getting (\d+) jobs(?: for prodSourceLabel[= ](\S+))?[^\n]*"
@@ -54,14 +56,14 @@ def fetching_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
     # per queue: [attempts, jobs asked or None, jobs got, failed, errors, last, last got at,
     #             last ok at, failing since, failing errors]
     queues: Dict[bytes, List[Any]] = {}
-    asking: Dict[bytes, Tuple[bytes, Optional[bytes]]] = {}
+    asking: Dict[bytes, Tuple[Any, ...]] = {}  # (jobs asked, label) by queue
     outcomes: Dict[bytes, Tuple[str, Optional[str]]] = {}
     for line in records(chunks, FETCH_MARK, FETCH):
-        date, hms, queue, asked_n, asked_label, got_n, label, outcome_b = line.groups()
-        if b"\n" in queue:
+        if line.lastindex != 8:  # `getting N jobs`, read by the queue's next `got N jobs`
+            asking[line[3]] = line.group(4, 5)  # (a queue running into the next line never is)
             continue
-        if asked_n is not None:
-            asking[queue] = (asked_n, asked_label)
+        date, hms, queue, _, _, got_n, label, outcome_b = line.groups()
+        if b"\n" in queue:
             continue
         asked_b, asked_label = asking.pop(queue, (None, None))
         if label is None:
@@ -204,48 +206,50 @@ STATUS_FIELD = re.compile(r"'(nQueue|nReady|nRunning|nNewWorkers)': (\d+)")
 
 def submission_section(chunks: Iterable[bytes]) -> Dict[str, Any]:
     """Per queue: workers submitted and failed, the last `workers status` and job chunks."""
-    # per queue: [workers announced by `submitting N workers` less failed, failures,
-    #             last workers status (date, time, text), last job chunks (date, time, n)]
+    # A record is kept as its groups (date, time, token, status, job chunks, submitting,
+    # workerID, PandaID, `submit` of a failed submission) and read at the end, so that it
+    # builds no tuple of its own. Per queue: [workers announced by `submitting N workers`
+    # less failed, failures, last workers status record, last job chunks record]
     queues: Dict[bytes, List[Any]] = {}
+    # the queue each token names; None for a token naming none or running into the next line
     tokens: Dict[bytes, Optional[bytes]] = {}
-    pushes: Deque[Tuple[bytes, bytes, bytes, bytes, bytes]] = deque(maxlen=RECENT_PUSHES)
+    pushes: Deque[Tuple[bytes, Tuple[Any, ...]]] = deque(maxlen=RECENT_PUSHES)
     for line in records(chunks, SUBMIT_MARK, SUBMIT):
-        date, hms, token, status, job_chunks, submitting, worker, panda, failed = line.groups()
-        if b"\n" in token:
-            continue
-        if token in tokens:
+        g = line.groups()
+        token = g[2]
+        try:
             queue = tokens[token]
-        else:
-            named = QUEUE_IN_TOKEN.match(token)
+        except KeyError:
+            named = None if b"\n" in token else QUEUE_IN_TOKEN.match(token)
             queue = tokens[token] = named.group(1) if named else None
         if queue is None:
             continue
         q = queues.get(queue)
         if q is None:
             q = queues[queue] = [0, 0, None, None]
-        if status is not None:
-            q[2] = (date, hms, status)
-        elif job_chunks is not None:
-            q[3] = (date, hms, job_chunks)
-        elif submitting is not None:
-            q[0] += int(submitting)
-        elif worker is not None:
-            pushes.append((date, hms, queue, worker, panda))
+        if g[6] is not None:  # the most frequent first
+            pushes.append((queue, g))
+        elif g[3] is not None:
+            q[2] = g
+        elif g[5] is not None:
+            q[0] += int(g[5])
+        elif g[4] is not None:
+            q[3] = g
         else:
             q[1] += 1
-            if failed is not None:
+            if g[8] is not None:
                 q[0] -= 1  # one of the N workers `submitting N workers` announced
     out = {}
     for queue, (submitted, failures, status, job_chunks) in queues.items():
         out[text(queue)] = {
             # `submitting N workers` also covers pull-mode queues, which log no workerID lines
             "workers_submitted": max(submitted, 0), "submit_failures": failures,
-            "workers_status": None if status is None else _workers_status(text(status[2])),
+            "workers_status": None if status is None else _workers_status(text(status[3])),
             "workers_status_at": None if status is None else utc(status[0], status[1]),
-            "job_chunks": None if job_chunks is None else int(job_chunks[2]),
+            "job_chunks": None if job_chunks is None else int(job_chunks[4]),
             "job_chunks_at": None if job_chunks is None else utc(job_chunks[0], job_chunks[1])}
-    recent = [{"at": utc(date, hms), "queue": text(queue), "workerid": int(worker),
-               "pandaid": int(panda)} for date, hms, queue, worker, panda in pushes]
+    recent = [{"at": utc(g[0], g[1]), "queue": text(queue), "workerid": int(g[6]),
+               "pandaid": int(g[7])} for queue, g in pushes]
     return {"queues": out, "recent_pushes": recent}
 
 
