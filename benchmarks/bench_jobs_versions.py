@@ -14,6 +14,12 @@ byte, the collection's own duration masked. A round that differs is printed with
 that differ: a value the kernel changed between the two readings (memory.usage_in_bytes of
 a job, say) is the kernel's, not the exporter's; anything else is a behaviour change.
 
+With `--churn N` the node changes between rounds, never between the two scrapes of a
+round (see `Churn`): processes exit and start, and a step is removed and made again under
+the same name, so that both versions meet what their held files and remembered processes
+must survive; the expositions must still be identical (CPU figures are then not a steady
+state's).
+
 Also timed in each worker, after the rounds: a new collector's first scrape (which opens
 every file it then holds), the files closed outside the timing.
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
+import random
 import re
 import statistics
 import subprocess
@@ -37,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Optional
 
-from bench_jobs_scrape import build_node
+from bench_jobs_scrape import build_node, job_environment
 from clusterwatch.loopback.cgroup_lab import CgroupLab
 
 HERE = Path(__file__).resolve().parent
@@ -107,11 +114,71 @@ def differing(before: bytes, after: bytes) -> list[bytes]:
     return sorted(set(before.splitlines()) ^ set(after.splitlines()))
 
 
+class Churn:
+    """The node changing between rounds (never between the two scrapes of one round), as a
+    busy node does: each round `processes` sleeping processes are killed and as many started
+    in other jobs, and one of three extra steps (`c0`, `c1`, `c2`, each in its own job) is
+    removed with its processes and made again under the same name with two new ones, so
+    that held files and directories of the removed cgroups meet a new cgroup of the same
+    path."""
+
+    STEPS = 3
+
+    def __init__(self, lab: CgroupLab, tasks: dict[int, str], uid: int,
+                 processes: int) -> None:
+        self.lab = lab
+        self.tasks = tasks
+        self.uid = uid
+        self.processes = processes
+        self.started = [(jobid, process) for n, process in enumerate(lab.processes)
+                        for jobid in [list(tasks)[n % len(tasks)]]]
+        self.steps: dict[int, list[subprocess.Popen[bytes]]] = {}
+        self.random = random.Random(23)
+        self.rounds = 0
+
+    def change(self) -> None:
+        for _ in range(self.processes):
+            _, process = self.started.pop(self.random.randrange(len(self.started)))
+            process.kill()
+            process.wait()
+            jobid = self.random.choice(list(self.tasks))
+            self.started.append((jobid, self._spawn(jobid, self.tasks[jobid])))
+        step = self.rounds % self.STEPS
+        jobid = list(self.tasks)[step]
+        relative = f"slurm/uid_{self.uid}/job_{jobid}/step_c{step}"
+        for process in self.steps.pop(step, []):
+            process.kill()
+            process.wait()
+        for controller in self.lab.controllers:
+            for directory in (f"{relative}/task_0", relative):
+                _remove(self.lab.cgroup_root / controller / self.lab.name / directory)
+        task = self.lab.task_dir(self.uid, jobid, step=f"c{step}")
+        self.steps[step] = [self._spawn(jobid, task) for _ in range(2)]
+        self.rounds += 1
+
+    def _spawn(self, jobid: int, task: str) -> subprocess.Popen[bytes]:
+        return self.lab.spawn(["sleep", "86400"], task, user=self.uid,
+                              env=job_environment(jobid, self.uid))
+
+
+def _remove(directory: Path) -> None:
+    for _ in range(100):  # EBUSY while killed processes are still leaving the cgroup
+        try:
+            directory.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
+    directory.rmdir()
+
+
 def run(args: argparse.Namespace) -> int:
     uid = pwd.getpwnam(args.user).pw_uid
     with CgroupLab() as lab:
         print(f"building {args.jobs} jobs, {args.processes} processes", file=sys.stderr)
-        build_node(lab, args.jobs, args.processes, uid)
+        tasks = build_node(lab, args.jobs, args.processes, uid)
+        churn = Churn(lab, tasks, uid, args.churn) if args.churn else None
         time.sleep(2)  # the processes just started settle (memory charged)
         workers = [Worker("before", str(Path(args.before).resolve()), str(lab.root)),
                    Worker("after", str(HERE.parent / "src"), str(lab.root))]
@@ -131,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
                     kernel_only += 1
                 else:
                     changed.append(lines)
+                if churn is not None:
+                    churn.change()
+                    time.sleep(0.5)  # new processes' memory charged before both read it
             for _ in range(args.first):
                 for worker in workers:
                     worker.first_ms.append(worker.ask("first")[0])
@@ -174,6 +244,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--first", type=int, default=5, help="first scrapes timed of each")
     parser.add_argument("--user", default="nobody")
+    parser.add_argument("--churn", type=int, default=0, metavar="N",
+                        help="between rounds, kill N processes and start N, and remove and "
+                        "make again one of three extra steps (see Churn)")
     return parser.parse_args(argv)
 
 
