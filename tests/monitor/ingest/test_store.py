@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 
 from clusterwatch.monitor.core.models import HostReport, JobPush, LatestQueue, LatestReport
+from clusterwatch.monitor.ingest import store
 from clusterwatch.monitor.ingest.store import (
     AlreadyStored,
     duplicate_of,
@@ -254,14 +255,12 @@ def test_a_first_row_committed_just_after_the_update_looked_is_compared_with(
     """Another worker's older first row appears between the UPDATE that found no row and
     what follows it: the newer record must still become the latest (CI once saw the older
     one stay when the code only asked whether a row existed)."""
-    from django.db.models.query import QuerySet
+    original_move = store._move_latest
+    calls: list[bool] = []
 
-    original_update = QuerySet.update
-    calls: list[int] = []
-
-    def update_then_another_worker_commits(self: QuerySet[Any], **fields: Any) -> int:
-        moved = original_update(self, **fields)
-        if self.model is LatestReport and not calls:
+    def update_then_another_worker_commits(*args: Any) -> bool:
+        moved = original_move(*args)
+        if not calls:
             calls.append(moved)
             older = HostReport.objects.create(
                 key="fresh02", collected_at=at(1), received_at=at(1), size_bytes=1,
@@ -269,9 +268,9 @@ def test_a_first_row_committed_just_after_the_update_looked_is_compared_with(
             LatestReport.objects.create(key="fresh02", report=older, collected_at=at(1))
         return moved
 
-    monkeypatch.setattr(QuerySet, "update", update_then_another_worker_commits)
+    monkeypatch.setattr(store, "_move_latest", update_then_another_worker_commits)
     report, latest = store_record("fresh02", example("fresh02", at(2)), 1)
-    assert calls == [0]  # the window was really taken
+    assert calls == [False]  # the window was really taken
     assert latest is True
     row = LatestReport.objects.get(key="fresh02")
     assert (row.report, row.collected_at) == (report, at(2))
@@ -279,21 +278,19 @@ def test_a_first_row_committed_just_after_the_update_looked_is_compared_with(
 
 def test_an_older_record_does_not_take_a_first_row_committed_meanwhile(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from django.db.models.query import QuerySet
-
-    original_update = QuerySet.update
+    original_move = store._move_latest
     newer: list[HostReport] = []
 
-    def update_then_another_worker_commits(self: QuerySet[Any], **fields: Any) -> int:
-        moved = original_update(self, **fields)
-        if self.model is LatestReport and not newer:
+    def update_then_another_worker_commits(*args: Any) -> bool:
+        moved = original_move(*args)
+        if not newer:
             newer.append(HostReport.objects.create(
                 key="fresh03", collected_at=at(3), received_at=at(3), size_bytes=1,
                 record=example("fresh03", at(3)), digest="e" * 64))
             LatestReport.objects.create(key="fresh03", report=newer[0], collected_at=at(3))
         return moved
 
-    monkeypatch.setattr(QuerySet, "update", update_then_another_worker_commits)
+    monkeypatch.setattr(store, "_move_latest", update_then_another_worker_commits)
     _, latest = store_record("fresh03", example("fresh03", at(2)), 1)
     assert latest is False
     assert LatestReport.objects.get(key="fresh03").report == newer[0]

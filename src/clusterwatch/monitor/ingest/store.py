@@ -26,7 +26,6 @@ from typing import Any, Optional
 
 import orjson
 from django.db import IntegrityError, connections, router, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from clusterwatch.monitor.core.models import (
@@ -37,6 +36,7 @@ from clusterwatch.monitor.core.models import (
     LatestReport,
 )
 from clusterwatch.monitor.ingest.horizon import horizon
+from clusterwatch.monitor.ingest.statements import insert_ignoring_conflicts, insert_instance
 from clusterwatch.monitor.ingest.tokens import valid_key
 from clusterwatch.monitor.record.index import pushes_in, queues_in
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
@@ -52,7 +52,10 @@ _DIGITS = frozenset(b"0123456789")
 _E = ord("e")
 # LatestQueue's table and columns (models.py; the oracle test runs it on both databases).
 _REPOINT = "UPDATE monitor_latestqueue SET report_id = %s, page_slice = %s WHERE id = %s"
+_MOVE_LATEST = ("UPDATE monitor_latestreport SET report_id = %s, collected_at = %s, summary = %s "
+                "WHERE key = %s AND (collected_at < %s OR collected_at > %s)")
 _CHUNK = 500  # ids per DELETE, under every database's bound-parameter limit
+_PUSH_FIELDS = ("pandaid", "workerid", "queue", "key", "at", "report")
 
 
 class AlreadyStored(Exception):
@@ -144,15 +147,15 @@ def store_record(key: str, record: dict[str, Any], size_bytes: int,
             # The first statement writes, so on SQLite the write lock is taken before any
             # read; on PostgreSQL an identical record being inserted by another transaction
             # makes this INSERT wait for its outcome, then fail if it committed.
-            report = HostReport.objects.create(
+            report = HostReport(
                 key=key, collected_at=collected_at, received_at=received_at or timezone.now(),
                 size_bytes=size_bytes, record=record, token=token, digest=digest)
+            insert_instance(report)  # HostReport.objects.create's row, prepared (statements)
             latest = _claim_latest(report, summary)
             if latest:
                 _replace_queues(report, slices)
-            for push in pushes:
-                push.report = report
-            JobPush.objects.bulk_create(pushes, ignore_conflicts=True)
+            insert_ignoring_conflicts(JobPush, _PUSH_FIELDS,
+                                      [(*push, report.pk) for push in pushes])
     except IntegrityError:
         stored = HostReport.objects.filter(key=key, digest=digest).first()
         if stored is None:
@@ -169,10 +172,9 @@ def _claim_latest(report: HostReport, summary: Mapping[str, Any]) -> bool:
     # records, or before the monitor's clock was set back): either way not the latest.
     # The common case, one statement; on PostgreSQL a concurrent update of the row makes it
     # wait and compare again with the row as that update left it.
-    older = Q(collected_at__lt=report.collected_at) | Q(collected_at__gt=limit)
-    fields = {"report": report, "collected_at": report.collected_at, "summary": summary}
-    if LatestReport.objects.filter(older, key=report.key).update(**fields):
+    if _move_latest(report, summary, limit):
         return True
+    fields = {"report": report, "collected_at": report.collected_at, "summary": summary}
     # No row, or one the UPDATE did not take: possibly the key's first row that another
     # worker is inserting, or committed just after the UPDATE looked. Make sure a row
     # exists (the INSERT waits for a concurrent one's outcome), then lock it and compare.
@@ -185,6 +187,26 @@ def _claim_latest(report: HostReport, summary: Mapping[str, Any]) -> bool:
         LatestReport.objects.filter(key=report.key).update(**fields)
         return True
     return False  # as new or newer already (equal times: the first arrival stays)
+
+
+def _move_latest(report: HostReport, summary: Mapping[str, Any], limit: dt.datetime) -> bool:
+    """Whether the key's LatestReport row, older than `report` or dated past `limit`, now
+    points at it: `LatestReport.objects.filter(Q(collected_at__lt=report.collected_at) |
+    Q(collected_at__gt=limit), key=report.key).update(report=report, collected_at=...,
+    summary=summary)` as one prepared UPDATE (the ORM's took 0.5 ms of CPU to build), the
+    values through the fields' own `get_db_prep_save` as in `_repoint`."""
+    connection = connections[router.db_for_write(LatestReport)]
+    meta = LatestReport._meta
+    when = meta.get_field("collected_at")
+    values = (meta.get_field("report").get_db_prep_save(report.pk, connection),
+              when.get_db_prep_save(report.collected_at, connection),
+              meta.get_field("summary").get_db_prep_save(summary, connection),
+              report.key, when.get_db_prep_save(report.collected_at, connection),
+              when.get_db_prep_save(limit, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(_MOVE_LATEST, values)
+        moved: bool = cursor.rowcount > 0
+    return moved
 
 
 def _replace_queues(report: HostReport, slices: Mapping[str, Any]) -> None:
@@ -230,17 +252,16 @@ def indexable_queues(names: Iterable[str]) -> set[str]:
     return {name for name in names if len(name) <= QUEUE_CHARS}
 
 
-def _pushes(key: str, record: Mapping[str, Any]) -> list[JobPush]:
-    """The record's pushes as rows (without their report yet: it does not exist yet)."""
-    rows: dict[tuple[int, int], JobPush] = {}
+def _pushes(key: str, record: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """The record's pushes as rows of `_PUSH_FIELDS` but their report (not stored yet)."""
+    rows: dict[tuple[int, int], tuple[Any, ...]] = {}
     for push in pushes_in(record):
         pandaid, workerid = push["pandaid"], push["workerid"]
         if not (-_BIGINT <= pandaid < _BIGINT and -_BIGINT <= workerid < _BIGINT):
             continue
         if len(push["queue"]) > QUEUE_CHARS:
             continue
-        rows.setdefault((pandaid, workerid), JobPush(
-            pandaid=pandaid, workerid=workerid, queue=push["queue"], key=key, at=push["at"]))
+        rows.setdefault((pandaid, workerid), (pandaid, workerid, push["queue"], key, push["at"]))
     return list(rows.values())
 
 

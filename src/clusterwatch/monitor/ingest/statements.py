@@ -1,0 +1,106 @@
+"""Ingest's INSERTs as prepared statements: the rows the ORM writes, for less CPU.
+
+`Model.objects.create` and `bulk_create` build a model instance per row and compile an
+expression tree per statement: for a 200 KB post's record and its 20 pushes that was about
+1.5 ms of CPU of the 7 its store took (`benchmarks/README.md`, issue 23). Here the SQL of
+each statement is written once per database vendor from the models' metadata and Django's
+own operations (`INSERT OR IGNORE` on SQLite, `ON CONFLICT DO NOTHING` on PostgreSQL,
+`RETURNING` the key), and every value goes through its field's `get_db_prep_save`, so each
+column holds exactly what the ORM would write (tests/monitor/ingest/test_stored_rows.py
+compares the rows on both databases and the JSON columns' text on SQLite). Like the ORM's
+statements they run on the cursor's error wrapper: an IntegrityError or DataError is
+Django's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
+
+from django.db import connections, router
+from django.db.models import Field, Model
+from django.db.models.constants import OnConflict
+
+_FIELDS: dict[tuple[Any, ...], tuple[Field[Any, Any], ...]] = {}
+_SQL: dict[tuple[Any, ...], tuple[str, bool]] = {}
+
+
+def insert_instance(instance: Model) -> None:
+    """Save the new `instance` as `instance.save(force_insert=True)` would (no signals are
+    sent: no receiver of ingest's models exists): each concrete field's `pre_save` value but
+    the automatic key, which the INSERT returns into `instance.pk`."""
+    model = type(instance)
+    connection = connections[router.db_for_write(model)]
+    names = tuple(field.name for field in model._meta.concrete_fields
+                  if field is not model._meta.auto_field)
+    sql, returning = _insert_sql(model, names, connection.alias, None, True)
+    params = _prepared(model, names, [field.pre_save(instance, True)
+                                      for field in _fields(model, names)], connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if returning:
+            instance.pk = cursor.fetchone()[0]
+        else:
+            meta = model._meta
+            instance.pk = connection.ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
+    instance._state.adding = False
+    instance._state.db = connection.alias
+
+
+def insert_ignoring_conflicts(model: type[Model], names: Sequence[str],
+                              rows: Iterable[Sequence[Any]]) -> None:
+    """INSERT `rows` of `model` (values in the order of the field `names`), skipping any row
+    a constraint refuses, as `bulk_create(..., ignore_conflicts=True)` does."""
+    connection = connections[router.db_for_write(model)]
+    names = tuple(names)
+    params = [_prepared(model, names, row, connection) for row in rows]
+    if not params:
+        return
+    sql, _ = _insert_sql(model, names, connection.alias, OnConflict.IGNORE, False)
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _prepared(model: type[Model], names: Sequence[str], row: Sequence[Any],
+              connection: Any) -> tuple[Any, ...]:
+    fields = _fields(model, tuple(names))
+    if len(row) != len(fields):
+        raise ValueError(f"{len(row)} values for {len(fields)} fields")
+    return tuple(field.get_db_prep_save(value, connection) for field, value in zip(fields, row))
+
+
+def _fields(model: type[Model], names: tuple[str, ...]) -> tuple[Field[Any, Any], ...]:
+    found = _FIELDS.get((model, names))
+    if found is None:
+        fields = [model._meta.get_field(name) for name in names]
+        assert all(isinstance(field, Field) and field.concrete for field in fields)
+        found = _FIELDS[(model, names)] = tuple(fields)
+    return found
+
+
+def _insert_sql(model: type[Model], names: tuple[str, ...], alias: str,
+                on_conflict: Optional[OnConflict], returning_pk: bool) -> tuple[str, bool]:
+    """(the statement, whether it returns the key) for the database `alias`; cached, since
+    each thread's connection to one database takes the same SQL."""
+    slot = (model, names, alias, on_conflict, returning_pk)
+    found = _SQL.get(slot)
+    if found is None:
+        found = _SQL[slot] = _write_insert(model, names, alias, on_conflict, returning_pk)
+    return found
+
+
+def _write_insert(model: type[Model], names: tuple[str, ...], alias: str,
+                  on_conflict: Optional[OnConflict], returning_pk: bool) -> tuple[str, bool]:
+    connection = connections[alias]
+    ops, meta = connection.ops, model._meta
+    fields = _fields(model, names)
+    parts = [ops.insert_statement(on_conflict=on_conflict), ops.quote_name(meta.db_table),
+             "(" + ", ".join(ops.quote_name(field.column) for field in fields) + ")",
+             "VALUES (" + ", ".join(["%s"] * len(fields)) + ")"]
+    suffix = ops.on_conflict_suffix_sql(fields, on_conflict, (), ())
+    if suffix:
+        parts.append(suffix)
+    returning = returning_pk and connection.features.can_return_columns_from_insert
+    if returning:
+        parts.append(ops.return_insert_columns([meta.pk])[0])
+    return " ".join(parts), returning

@@ -1,0 +1,90 @@
+"""Ingest's prepared INSERTs (`statements`) against the ORM calls they replace, as the oracle:
+every column of the rows they write, as the database holds it, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from clusterwatch.monitor.core.models import HostReport, JobPush
+from clusterwatch.monitor.ingest import tokens
+from clusterwatch.monitor.ingest.statements import insert_ignoring_conflicts, insert_instance
+from tests.monitor.ingest.support import at
+from tests.monitor.records import example
+
+pytestmark = pytest.mark.django_db
+
+ODD_RECORD = {"text": "é ü \u2028 \x7f \" \\ /", "big": 2**70, "small": -(2**63), "float": 1e-7,
+              "exp": 1.5e300, "list": [None, True, False, 0.1, {"": []}], "nested": {"a": {}}}
+MOMENT = dt.datetime(2026, 12, 5, 5, 6, 7, 890123, tzinfo=dt.timezone.utc)
+
+
+def _raw(table: str, key: str) -> list[tuple[Any, ...]]:
+    """`key`'s rows as the database holds them, every column but `id` and `key`, by id."""
+    with connection.cursor() as cursor:
+        sql = f"SELECT * FROM {table} WHERE key = %s ORDER BY id"  # noqa: S608 (the test's)
+        cursor.execute(sql, [key])
+        names = [column[0] for column in cursor.description]
+        rows = cursor.fetchall()
+    return [tuple(v for n, v in zip(names, row) if n not in ("id", "key")) for row in rows]
+
+
+@pytest.mark.parametrize("record", [example("oracle01", at(3)), ODD_RECORD])
+@pytest.mark.parametrize("with_token", [True, False])
+def test_insert_instance_writes_the_row_create_writes(record: dict[str, Any],
+                                                      with_token: bool) -> None:
+    token = tokens.create(["oracle01", "oracle02"])[0] if with_token else None
+    values = {"collected_at": at(3), "received_at": MOMENT, "size_bytes": 12345,
+              "record": record, "token": token, "digest": "f" * 64}
+    created = HostReport.objects.create(key="oracle01", **values)
+    ours = HostReport(key="oracle02", **values)
+    insert_instance(ours)
+    assert (ours._state.adding, ours._state.db) == (created._state.adding, created._state.db)
+    assert ours.pk is not None and ours.pk != created.pk
+    assert _raw("monitor_hostreport", "oracle02") == _raw("monitor_hostreport", "oracle01")
+    stored, theirs = HostReport.objects.get(pk=ours.pk), HostReport.objects.get(pk=created.pk)
+    # (PostgreSQL's jsonb reads 1.5e300 back as an integer, the ORM's row too.)
+    assert (stored.record, stored.token, stored.received_at) == (theirs.record, token, MOMENT)
+
+
+def test_insert_instance_fails_on_a_constraint_as_create_does() -> None:
+    values = {"key": "oracle03", "collected_at": at(3), "size_bytes": 1, "record": {},
+              "digest": "a" * 64}
+    insert_instance(HostReport(**values))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_instance(HostReport(**values))  # the same key and digest: report_digest_once
+    with pytest.raises(IntegrityError), transaction.atomic():
+        HostReport.objects.create(**values)
+    assert HostReport.objects.filter(key="oracle03").count() == 1
+
+
+def test_insert_ignoring_conflicts_writes_the_rows_bulk_create_writes() -> None:
+    report = HostReport.objects.create(key="oracle04", collected_at=at(3), size_bytes=1,
+                                       record={}, digest="b" * 64)
+    pushes = [(6_000_000_000 + n, 2**63 - 1 - n, f"QUEUE_{n}_é", MOMENT + dt.timedelta(
+        seconds=n)) for n in range(5)] + [(-(2**63), 0, "", MOMENT)]
+    JobPush.objects.bulk_create([JobPush(pandaid=p, workerid=w, queue=q, key="oracle05", at=t,
+                                         report=report) for p, w, q, t in pushes],
+                                ignore_conflicts=True)
+    names = ("pandaid", "workerid", "queue", "key", "at", "report")
+    insert_ignoring_conflicts(JobPush, names, [(p, w, q, "oracle06", t, report.pk)
+                                               for p, w, q, t in pushes])
+    expected = _raw("monitor_jobpush", "oracle05")
+    assert len(expected) == len(pushes)
+    assert _raw("monitor_jobpush", "oracle06") == expected
+    # A push stored already (the key's pandaid and workerid) is skipped, the others written.
+    insert_ignoring_conflicts(JobPush, names, [
+        (pushes[0][0], pushes[0][1], "ELSEWHERE", "oracle06", MOMENT, report.pk),
+        (1, 1, "NEW", "oracle06", MOMENT, report.pk)])
+    rows = JobPush.objects.filter(key="oracle06")
+    assert rows.get(pandaid=pushes[0][0]).queue == "QUEUE_0_é"
+    assert rows.get(pandaid=1).queue == "NEW" and rows.count() == len(pushes) + 1
+    insert_ignoring_conflicts(JobPush, names, [])  # nothing to write: no statement
+
+
+def test_a_row_of_the_wrong_length_is_refused_before_any_statement() -> None:
+    with pytest.raises(ValueError, match="2 values for 3 fields"):
+        insert_ignoring_conflicts(JobPush, ("pandaid", "workerid", "queue"), [(1, 2)])
