@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import io
+import json
+import time
+
+import pytest
 
 from clusterwatch.notify.silences import new_silence, parse_matcher, parse_windows
-from clusterwatch.watch import health, status
+from clusterwatch.watch import health, state, status
 from clusterwatch.watch.decisions import Incident, TargetRecord
 from clusterwatch.watch.holds import MATCHER_KINDS
 from clusterwatch.watch.state import WatchState
 
-from .support import T0
+from .support import T0, Pool, cli
+
+
+def watch_args(pool: Pool, *verb: str) -> list[str]:
+    return ["watch", "--config-dir", str(pool.config_dir), "--state-dir", str(pool.state_dir),
+            "--prometheus-url", pool.prometheus.url, "--condor-status",
+            str(pool.condor_status), *verb]
 
 W1, W2 = "node:worker1.example.org", "node:worker2.example.org"
 GPU = "gpu:worker2.example.org:9100"
@@ -83,3 +93,78 @@ def test_silence_list_says_active_ended_or_expired_and_drops_them_a_week_after()
     later = {row["id"]: row["state"] for row in listing(silences, T0 + 7200)}
     assert later == {made[0].id: "ended", made[1].id: "ended", made[2].id: "expired"}
     assert listing(silences, T0 + 3600 + 7 * 86400) == []
+
+
+# --- a GPU file on an expected node, held by that node's silence or window ------------------
+# A node seen well keeps no record (issue 23): status must learn the expected nodes from the
+# inventory, as the poll does, not from the records.
+
+NODE_GPU = "gpu:worker2.example.org:9100"
+
+
+def _gpu_only_state() -> WatchState:
+    silence = new_silence((parse_matcher("node:worker2*", MATCHER_KINDS),), T0, T0 + 3600,
+                          "kernel update", "alice", T0)
+    return WatchState(records={
+        NODE_GPU: TargetRecord(T0, incident=Incident("dddd", T0, "stale", held=True)),
+    }, silences=[silence], last_poll={"t": T0 + 60})
+
+
+def test_a_gpu_file_on_an_expected_node_is_shown_held_by_the_nodes_silence() -> None:
+    watch_state = _gpu_only_state()
+    held = status.summary(watch_state, T0 + 60, node_names=["worker2.example.org"])
+    row = held["open_incidents"][0]
+    assert row["held_by"] == f"silence {watch_state.silences[0].id}"
+    assert row["held_until"] == T0 + 3600
+    # Not on an expected node: a node matcher is not about it, as in the poll.
+    assert status.summary(watch_state, T0 + 60)["open_incidents"][0]["held_by"] is None
+
+
+def test_a_gpu_file_on_an_expected_node_is_shown_held_by_the_nodes_window() -> None:
+    window = parse_windows([{"comment": "PDU swap", "matchers": ["node:worker2*"],
+                             "start": "2026-10-02T13:00:00Z", "end": "2026-10-02T18:00:00Z"}],
+                           MATCHER_KINDS)
+    watch_state = WatchState(records=_gpu_only_state().records, last_poll={"t": T0 + 60})
+    data = status.summary(watch_state, T0 + 60, window, node_names=["worker2.example.org"])
+    row = data["open_incidents"][0]
+    assert (row["held_by"], row["held_until"]) == ("maintenance window 'PDU swap'",
+                                                   T0 + 4 * 3600)  # 18:00Z
+
+
+def test_watch_status_shows_the_hold_the_poll_applied_to_a_gpu_file_on_a_well_node(
+    pool: Pool, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The console command end to end: the node answers well (no record of it is kept), its
+    GPU file is stale and held by the node's silence; status says so, as the poll did."""
+    now = time.time()
+    node, gpu = "worker2.example.org", "worker2.example.org:9100"
+    pool.set_inventory(["worker1.example.org", node], [gpu])
+    pool.set_machines(["worker1.example.org", node])
+    pool.set_gpu_mtimes({gpu: now - 2000}, now)
+    code, added, err = cli(capsys, *watch_args(pool, "silence", "add", "node:worker2*",
+                                               "--for", "2h", "--comment", "kernel update",
+                                               "--author", "alice"))
+    assert code == 0, err
+    ident = added.splitlines()[-1]
+    code, out, err = cli(capsys, *watch_args(pool))
+    assert code == 0 and out == "", err
+    assert f"held back: ALERT gpu:{gpu} (stale)" in err
+    assert f"node:{node}" not in state.load(pool.state_dir).records
+
+    code, out, err = cli(capsys, *watch_args(pool, "status", "--json"))
+    assert code == 0, err
+    (row,) = json.loads(out)["open_incidents"]
+    assert (row["target"], row["held"], row["held_by"]) == (f"gpu:{gpu}", True,
+                                                            f"silence {ident}")
+    code, out, err = cli(capsys, *watch_args(pool, "status"))
+    assert code == 0 and "HELD, silenced by alice until " in out, out
+    assert "its hold has ended" not in out
+
+
+def test_watch_status_still_shows_the_state_when_the_inventory_is_unreadable(
+    pool: Pool, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (pool.config_dir / "expected_nodes").unlink()
+    code, out, err = cli(capsys, *watch_args(pool, "status"))
+    assert code == 0 and "open incidents: 0" in out
+    assert "expected_nodes does not exist" in err and len(err.splitlines()) == 1

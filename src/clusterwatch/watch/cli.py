@@ -213,14 +213,25 @@ def _discover(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from clusterwatch.errors import ConfigError
     from clusterwatch.watch import state
+    from clusterwatch.watch.inventory import NODES_FILE, read_inventory
     from clusterwatch.watch.status import print_status
 
     config = _config(args)
     # The channels' names let an original script's file show its lines queued for them.
     watch_state = state.load(config.state_dir, repair=False,
                              channel_names=[channel.name for channel in config.channels])
-    print_status(watch_state, sys.stdout, as_json=args.json, windows=config.windows)
+    # The expected nodes hold their GPU files as the poll holds them. Status still shows
+    # the state when the inventory is broken (the poll itself then fails and says why).
+    try:
+        node_names = read_inventory(config.config_dir / NODES_FILE)
+    except ConfigError as error:
+        print(f"clusterwatch watch status: {error}; a GPU file's hold by its node's "
+              "silence or window is not shown", file=sys.stderr)
+        node_names = []
+    print_status(watch_state, sys.stdout, as_json=args.json, windows=config.windows,
+                 node_names=node_names)
     return EXIT_OK
 
 

@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import IO, Any
 
 from clusterwatch.notify.event import format_utc
 from clusterwatch.notify.outbox_status import ChannelWording, outbox_sections, write_channels
 from clusterwatch.notify.silences import Window, utc
 from clusterwatch.watch.holds import Holding
-from clusterwatch.watch.inventory import NODE_PREFIX
 from clusterwatch.watch.silence_cli import listing
 from clusterwatch.watch.state import WatchState
 
 WORDING = ChannelWording(no_channels="channels: none configured (transitions are only logged)")
 
 
-def summary(watch_state: WatchState, now: float,
-            windows: Sequence[Window] = ()) -> dict[str, Any]:
+def summary(watch_state: WatchState, now: float, windows: Sequence[Window] = (),
+            node_names: Collection[str] = frozenset()) -> dict[str, Any]:
     """A held incident says what holds it now; one whose hold has ended (`held_by` None)
-    goes out at the next poll."""
-    holding = Holding(watch_state.silences, windows, frozenset(
-        target[len(NODE_PREFIX):] for target in watch_state.records
-        if target.startswith(NODE_PREFIX)))
+    goes out at the next poll.
+
+    `node_names` are the expected nodes, as the poll holds by them: a GPU file on one of
+    them is held by that node's silences and windows too. The state cannot say which they
+    are (a node seen well keeps no record).
+    """
+    holding = Holding(watch_state.silences, windows, frozenset(node_names))
     incidents = []
     for target, record in sorted(watch_state.records.items()):
         if record.incident is None:
@@ -54,9 +56,10 @@ def summary(watch_state: WatchState, now: float,
 
 
 def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False,
-                 windows: Sequence[Window] = ()) -> None:
+                 windows: Sequence[Window] = (),
+                 node_names: Collection[str] = frozenset()) -> None:
     now = time.time()
-    data = summary(watch_state, now, windows)
+    data = summary(watch_state, now, windows, node_names)
     if as_json:
         json.dump(data, out, indent=2)
         out.write("\n")
