@@ -9,7 +9,8 @@ Prometheus writes the answer compactly and always alike:
 
 `scan_vector` reads exactly that shape, with strings free of escapes and control
 characters, and gives None for anything else (whitespace, another key order, warnings,
-escaped or non-ASCII text, a row without an instance label, bytes that are not JSON):
+escaped or non-ASCII text, a row without an instance label or with more than 64 labels on
+either side of it, an integer time of more than 20 digits, bytes that are not JSON):
 prometheus.parse_vector then decodes the answer whole. A body is read here only if it is
 JSON that the decoder reads to the same rows, so both paths give the same observation
 (tests/watch/test_vector_scan.py holds them equal on generated and damaged answers).
@@ -28,11 +29,19 @@ SUFFIX = b"]}}"
 _NOT_PLAIN = bytes(range(0x20)) + b"\\" + bytes(range(0x80, 0x100))
 _TEXT = '[^"]*'  # a string's content once escapes and control characters are excluded
 _OTHER_KEY = '"(?!instance")' + _TEXT + '"'  # a second `instance` key would be a duplicate
-_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"  # JSON's number grammar
+# JSON's number grammar, the integer part bounded: json.loads refuses an integer of more
+# than 4,300 digits (sys.get_int_max_str_digits), and a time has 10.
+_NUMBER = r"-?(?:0|[1-9][0-9]{0,19})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# Labels a row may have on either side of its instance to be scanned (Prometheus' rows here
+# have a handful). The bound is what keeps the scan's memory small: the regex engine keeps
+# a backtracking entry per repetition of a group, tens of bytes per byte of a row with
+# thousands of labels; a row with more goes to the decoder.
+_LABELS_EACH_SIDE = 64
 # One row and the comma after it (or the end): (whole row, instance, value).
 _ROW = re.compile(
     r'(\{"metric":\{'
-    rf'(?:{_OTHER_KEY}:"{_TEXT}",)*"instance":"({_TEXT})"(?:,{_OTHER_KEY}:"{_TEXT}")*'
+    rf'(?:{_OTHER_KEY}:"{_TEXT}",){{0,{_LABELS_EACH_SIDE}}}"instance":"({_TEXT})"'
+    rf'(?:,{_OTHER_KEY}:"{_TEXT}"){{0,{_LABELS_EACH_SIDE}}}'
     rf'\}},"value":\[{_NUMBER},"({_TEXT})"\]\}}(?:,|\Z))'
 )
 _whole, _instance, _value = itemgetter(0), itemgetter(1), itemgetter(2)
