@@ -4,8 +4,9 @@ when it kept one record per target (hypothesis, against that earlier loop).
 The earlier loop is written out below as the oracle: `decide` for every expected target,
 every record kept. Over arbitrary polls of a few targets (missing, silent, invalid and
 future-dated rows, failed sources, gaps and backward clock steps, a silence that holds one
-node for a while) both give the same decisions, queue and hold the same events, log the
-same lines, and hold the same windows and incidents; the new map lacks only quiet records.
+node and its GPU file for a while) both give the same decisions, queue and hold the same
+events, log the same lines, and hold the same windows and incidents; the new map lacks only
+quiet records, and `watch status` shows from it the holds the poll applied.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ from clusterwatch.watch.holds import Holding, Outgoing
 from clusterwatch.watch.inventory import GPU_PREFIX, NODE_PREFIX
 from clusterwatch.watch.poll import evaluate, is_quiet
 from clusterwatch.watch.prometheus import GpuObservation
+from clusterwatch.watch.state import WatchState
+from clusterwatch.watch.status import summary
 
 T0 = 1_790_949_600.0
 NODES = ("n1", "n2", "n3")
-GPUS = ("g1:9100", "g2:9100", "g3:9100")
+GPUS = ("n1:9100", "g2:9100", "g3:9100")  # n1's GPU file is held with n1
 # n1 is silenced for a while in the middle of every run.
 SILENCE = Silence(id="s1", matchers=(Matcher("node", "n1"),), starts_at=T0 + 1200,
                   ends_at=T0 + 3000, comment="maintenance", author="test", created_at=T0)
@@ -197,6 +200,15 @@ def test_it_decides_as_when_every_target_kept_a_record(sequence) -> None:  # typ
         assert list(sparse) == [t for t, r in dense.items() if not is_quiet(r)]
         assert {t: remembered(r) for t, r in sparse.items()} == {
             t: remembered(r) for t, r in dense.items() if t in sparse}
+        # `watch status` shows the same holds the poll applied, from the sparse records.
+        shown = summary(WatchState(records=sparse, silences=[SILENCE]), now,
+                        node_names=NODES)["open_incidents"]
+        assert shown == summary(WatchState(records=dense, silences=[SILENCE]), now,
+                                node_names=NODES)["open_incidents"]
+        for item in shown:
+            if item["held"]:
+                hold = holding.hold(item["target"], now)
+                assert item["held_by"] == (None if hold is None else hold.by)
 
 
 def test_a_record_kept_in_a_state_file_decides_as_before_once_it_turns_quiet() -> None:
@@ -205,7 +217,7 @@ def test_a_record_kept_in_a_state_file_decides_as_before_once_it_turns_quiet() -
     now = T0 + 60
     records = {"node:n1": TargetRecord(last_poll=T0),
                "node:n2": TargetRecord(last_poll=T0, absent_since=T0 - 300),
-               "gpu:g1:9100": TargetRecord(last_poll=T0)}
+               "gpu:n1:9100": TargetRecord(last_poll=T0)}
     kept, decisions = evaluate(records, NODES, GPUS, now,
                                NodeObservation(machines=frozenset({"n1", "n3"})),
                                GpuObservation(mtimes={g: now - 10 for g in GPUS}),
