@@ -5,10 +5,11 @@ must not change. This module was written and passed before any of that work: aft
 post of a series (new queues, dropped queues, a late record, a retry, a queue name no column
 holds, a second key) every row ingest writes for the keys (the records, their digests, the
 latest pointer with its summary, each latest queue with its slice, the pushes) is compared
-with what a plain model of the rules says, and on SQLite so is the very text of each JSON
-column (what Django's JSONField writes: `json.dumps` of the value). The digests are also
-pinned by value, so a change of the canonical form cannot hide behind a reference that
-changed with it.
+with what a plain model of the rules says, with JSON's types and (on SQLite, which keeps
+the text) the keys' order, and on SQLite so is the very text of each JSON column: compact
+JSON as orjson writes it (core/json_text.py; `json.dumps` of the value before issue 23).
+The digests are also pinned by value, so a change of the canonical form cannot hide behind
+a reference that changed with it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import pytest
 from django.db import connection
 from django.test import Client
@@ -104,7 +106,7 @@ def _rows(key: str) -> dict[str, Any]:
         "reports": [(utc(r.collected_at), r.size_bytes, r.digest, r.record) for r in reports],
         "latest": (index[latest.report_id], utc(latest.collected_at), latest.summary),
         "queues": {row.queue: (index[row.report_id], row.page_slice)
-                   for row in LatestQueue.objects.filter(key=key)},
+                   for row in LatestQueue.objects.filter(key=key).order_by("queue")},
         "pushes": sorted((p.pandaid, p.workerid, p.queue, utc(p.at), index[p.report_id])
                          for p in JobPush.objects.filter(key=key)),
     }
@@ -119,27 +121,32 @@ def _expected(reference: Reference, key: str, sizes: dict[str, int],
     return {
         "reports": [(r["collected_at"], sizes[digest(r)], digest(r), r) for r in records],
         "latest": (number, latest["collected_at"], host_summary(latest)),
-        "queues": {q: (number, queue_slice(latest, q)) for q in queues},
+        "queues": {q: (number, queue_slice(latest, q)) for q in sorted(queues)},
         "pushes": sorted(first_pushes.values()),
     }
 
 
-def _raw_json_columns(key: str) -> list[tuple[str, str]]:
-    """Every JSON column's stored text for `key`, next to what JSONField would write."""
-    pairs = []
+def _raw_json_columns(key: str) -> list[str]:
+    """Every JSON column's stored text for `key`."""
+    texts = []
     with connection.cursor() as cursor:
-        for sql, model, field in (
-                ("SELECT record FROM monitor_hostreport WHERE key = %s", HostReport, "record"),
-                ("SELECT summary FROM monitor_latestreport WHERE key = %s", LatestReport,
-                 "summary"),
-                ("SELECT page_slice FROM monitor_latestqueue WHERE key = %s", LatestQueue,
-                 "page_slice")):
+        for sql in ("SELECT record FROM monitor_hostreport WHERE key = %s",
+                    "SELECT summary FROM monitor_latestreport WHERE key = %s",
+                    "SELECT page_slice FROM monitor_latestqueue WHERE key = %s"):
             cursor.execute(sql, [key])
-            stored = sorted(text for (text,) in cursor.fetchall())
-            values = model.objects.filter(key=key).values_list(field, flat=True)
-            pairs += list(zip(stored, sorted(json.dumps(value) for value in values),
-                              strict=True))
-    return pairs
+            texts += [text for (text,) in cursor.fetchall()]
+    return texts
+
+
+def typed(value: Any, ordered: bool) -> Any:
+    """`value` with JSON's types made visible (1 == 1.0 == True in Python) and, if
+    `ordered`, its objects' key order (dict equality ignores it; jsonb does not keep it)."""
+    if isinstance(value, dict):
+        items = [(name, typed(item, ordered)) for name, item in value.items()]
+        return ("object", items if ordered else sorted(items))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(item, ordered) for item in value])
+    return (type(value).__name__, value)
 
 
 def test_it_stores_what_the_plain_rules_say_post_after_post(client: Client) -> None:
@@ -158,7 +165,7 @@ def test_it_stores_what_the_plain_rules_say_post_after_post(client: Client) -> N
     sizes: dict[str, int] = {}
     pushes: dict[str, dict[tuple[int, int], tuple[Any, ...]]] = {KEY: {}, OTHER: {}}
     for key, record, status in series:
-        body = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        body = json.dumps(record, separators=(",", ":"))  # in the record's own key order
         response = post(client, token, body, key=key)
         assert response.status_code == status, response.content
         if status == 201:
@@ -169,11 +176,14 @@ def test_it_stores_what_the_plain_rules_say_post_after_post(client: Client) -> N
                 if len(push["queue"]) <= 200:  # the first record of a push keeps it
                     pushes[key].setdefault((push["pandaid"], push["workerid"]), (
                         push["pandaid"], push["workerid"], push["queue"], push["at"], number))
+        ordered = connection.vendor == "sqlite"
         for written in reference.records:
-            assert _rows(written) == _expected(reference, written, sizes, pushes[written])
+            expected = _expected(reference, written, sizes, pushes[written])
+            assert _rows(written) == expected
+            assert typed(_rows(written), ordered) == typed(expected, ordered)
             if connection.vendor == "sqlite":
-                for stored, written_by_jsonfield in _raw_json_columns(written):
-                    assert stored == written_by_jsonfield
+                for stored in _raw_json_columns(written):
+                    assert stored == orjson.dumps(json.loads(stored)).decode()
     assert [digest(r)[:16] for r in reference.records[KEY]] == PINNED_DIGESTS
 
 

@@ -14,6 +14,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from clusterwatch.monitor.core.json_text import CompactJSONEncoder
 from clusterwatch.monitor.core.record_keys import KEY_PATTERN
 
 
@@ -79,7 +80,7 @@ class HostReport(models.Model):
     collected_at = models.DateTimeField()
     received_at = models.DateTimeField(default=timezone.now)
     size_bytes = models.PositiveIntegerField()
-    record = models.JSONField()
+    record = models.JSONField(encoder=CompactJSONEncoder)  # written by orjson (json_text)
     token = models.ForeignKey(HostToken, on_delete=models.SET_NULL, null=True, blank=True)
     # SHA-256 of the record's canonical JSON (`ingest.digest`): the unique constraint below
     # is what makes a retry racing its first attempt a duplicate instead of a second row.
@@ -107,7 +108,7 @@ class LatestReport(models.Model):
     collected_at = models.DateTimeField()
     # What the hosts overview shows of the record (`record.slices.host_summary`), so the page
     # never reads the whole record; null on a row no ingest or migration has filled.
-    summary = models.JSONField(null=True, blank=True)
+    summary = models.JSONField(null=True, blank=True, encoder=CompactJSONEncoder)
 
     def __str__(self) -> str:
         return str(self.key)
@@ -120,7 +121,7 @@ class LatestQueue(models.Model):
     queue = models.CharField(max_length=200, db_index=True)
     report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
     # What the queue page shows of the record for this queue (`record.slices.queue_slice`).
-    page_slice = models.JSONField(null=True, blank=True)
+    page_slice = models.JSONField(null=True, blank=True, encoder=CompactJSONEncoder)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["key", "queue"], name="latest_queue_once")]
