@@ -82,6 +82,16 @@ def test_what_json_dumps_refuses_is_still_refused() -> None:
             text({"v": value})
 
 
+def test_what_a_caller_asks_of_json_dumps_is_json_dumps_to_write() -> None:
+    value = {"b": [1, 2], "a": 1.5}
+    for options in ({"sort_keys": True}, {"indent": 2}, {"allow_nan": False}):
+        assert json.dumps(value, cls=CompactJSONEncoder, **options) == json.dumps(
+            value, **options)
+    assert json.dumps(value, cls=CompactJSONEncoder, sort_keys=True) == '{"a": 1.5, "b": [1, 2]}'
+    with pytest.raises(ValueError):
+        json.dumps([float("nan")], cls=CompactJSONEncoder, allow_nan=False)
+
+
 def test_a_non_finite_float_is_written_null_as_the_module_says() -> None:
     """The documented limit: callers store finite values only (ingest refuses the others)."""
     assert text([float("nan"), float("inf")]) == "[null,null]"

@@ -11,9 +11,12 @@ before keep json.dumps' text; both kinds decode alike.
 Where orjson would write something json.dumps does not (a datetime, a dataclass, a subclass
 of str or int, a key that is not a string) or refuses (an integer past 64 bits, a lone
 surrogate), json.dumps writes the text, compact as well and escaped to ASCII as before, and
-refuses what it refused before. Values must be finite:
-orjson writes NaN and infinities as null; ingest's records cannot hold them (body.parse_object
-refuses them), and what the slices take of a record is copied, never computed.
+refuses what it refused before. So does a caller that asks json.dumps for sorted keys,
+indentation or no NaN (Django's form field sorts keys to compare values). Two kinds orjson
+writes and json.dumps refused: UUIDs and enum members (no value decoded from JSON is one).
+Values must be finite: orjson writes NaN and infinities as null; ingest's records cannot
+hold them (body.parse_object refuses them), and what the slices take of a record is copied,
+never computed.
 """
 
 from __future__ import annotations
@@ -33,11 +36,17 @@ class CompactJSONEncoder(json.JSONEncoder):
     Jsonb adapter), returns `encode`'s text."""
 
     def __init__(self, **options: Any) -> None:
-        options["separators"] = (",", ":")
+        # What json.dumps was asked for beyond its defaults is json.dumps' to write, as asked.
+        self._plain = (not options.get("sort_keys") and options.get("indent") is None
+                       and options.get("allow_nan", True))
+        if self._plain:
+            options["separators"] = (",", ":")
         super().__init__(**options)
 
     def encode(self, o: Any) -> str:
-        try:
-            return orjson.dumps(o, option=_OPTIONS).decode()
-        except TypeError:  # orjson.JSONEncodeError: a big integer, another type
-            return super().encode(o)
+        if self._plain:
+            try:
+                return orjson.dumps(o, option=_OPTIONS).decode()
+            except TypeError:  # orjson.JSONEncodeError: a big integer, another type
+                pass
+        return super().encode(o)
