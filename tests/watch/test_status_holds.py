@@ -161,10 +161,41 @@ def test_watch_status_shows_the_hold_the_poll_applied_to_a_gpu_file_on_a_well_no
     assert "its hold has ended" not in out
 
 
-def test_watch_status_still_shows_the_state_when_the_inventory_is_unreadable(
-    pool: Pool, capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("breakage", ["missing", "a line with spaces", "not UTF-8",
+                                      "a directory"])
+def test_watch_status_with_an_unreadable_inventory_says_the_hold_is_not_known_and_exits_78(
+    pool: Pool, capsys: pytest.CaptureFixture[str], breakage: str,
 ) -> None:
-    (pool.config_dir / "expected_nodes").unlink()
+    """The poll fails with 78 until the inventory is fixed and holds the alert meanwhile:
+    status must not say the hold ended and the alert goes out at the next poll."""
+    now = time.time()
+    node, gpu = "worker2.example.org", "worker2.example.org:9100"
+    pool.set_inventory([node], [gpu])
+    pool.set_machines([node])
+    pool.set_gpu_mtimes({gpu: now - 2000}, now)
+    assert cli(capsys, *watch_args(pool, "silence", "add", "node:worker2*", "--for", "2h",
+                                   "--comment", "kernel update"))[0] == 0
+    assert cli(capsys, *watch_args(pool))[0] == 0  # the alert, held
+    inventory = pool.config_dir / "expected_nodes"
+    inventory.unlink()
+    if breakage == "a line with spaces":
+        inventory.write_text(f"{node} extra\n")
+    elif breakage == "not UTF-8":
+        inventory.write_bytes(b"worker2\xff\n")
+    elif breakage == "a directory":
+        inventory.mkdir()
+
     code, out, err = cli(capsys, *watch_args(pool, "status"))
-    assert code == 0 and "open incidents: 0" in out
-    assert "expected_nodes does not exist" in err and len(err.splitlines()) == 1
+    assert code == 78 and len(err.splitlines()) == 1 and "expected_nodes" in err, err
+    assert f"gpu:{gpu} (stale)" in out and "HELD, by what is not known" in out, out
+    assert "its hold has ended" not in out
+    code, out, _ = cli(capsys, *watch_args(pool, "status", "--json"))
+    (row,) = json.loads(out)["open_incidents"]
+    assert code == 78 and (row["held"], row["held_by"], row["hold_known"]) == (True, None, False)
+    assert cli(capsys, *watch_args(pool))[0] == 78  # as the poll says
+
+
+def test_a_node_incidents_hold_is_known_without_the_inventory() -> None:
+    data = status.summary(_state(), T0 + 60, node_names=None)
+    rows = {item["target"]: item for item in data["open_incidents"]}
+    assert rows[W2]["hold_known"] is True and rows[W2]["held_by"] is not None

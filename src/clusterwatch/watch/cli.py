@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 from clusterwatch.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 
@@ -213,7 +213,7 @@ def _discover(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from clusterwatch.errors import ConfigError
+    from clusterwatch.errors import EXIT_CONFIG, ConfigError
     from clusterwatch.watch import state
     from clusterwatch.watch.inventory import NODES_FILE, read_inventory
     from clusterwatch.watch.status import print_status
@@ -223,16 +223,17 @@ def _status(args: argparse.Namespace) -> int:
     watch_state = state.load(config.state_dir, repair=False,
                              channel_names=[channel.name for channel in config.channels])
     # The expected nodes hold their GPU files as the poll holds them. Status still shows
-    # the state when the inventory is broken (the poll itself then fails and says why).
+    # the state when the inventory is broken, and exits 78 as the poll then does.
+    node_names: Optional[list[str]]
     try:
         node_names = read_inventory(config.config_dir / NODES_FILE)
     except ConfigError as error:
-        print(f"clusterwatch watch status: {error}; a GPU file's hold by its node's "
-              "silence or window is not shown", file=sys.stderr)
-        node_names = []
+        print(f"clusterwatch watch status: {error}; polls fail until it is fixed, and what "
+              "holds a GPU file's alert is not known", file=sys.stderr)
+        node_names = None
     print_status(watch_state, sys.stdout, as_json=args.json, windows=config.windows,
                  node_names=node_names)
-    return EXIT_OK
+    return EXIT_OK if node_names is not None else EXIT_CONFIG
 
 
 def _redeliver(args: argparse.Namespace) -> int:

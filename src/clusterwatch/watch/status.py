@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Collection, Sequence
-from typing import IO, Any
+from typing import IO, Any, Optional
 
 from clusterwatch.notify.event import format_utc
 from clusterwatch.notify.outbox_status import ChannelWording, outbox_sections, write_channels
 from clusterwatch.notify.silences import Window, utc
 from clusterwatch.watch.holds import Holding
+from clusterwatch.watch.inventory import GPU_PREFIX
 from clusterwatch.watch.silence_cli import listing
 from clusterwatch.watch.state import WatchState
 
@@ -18,14 +19,17 @@ WORDING = ChannelWording(no_channels="channels: none configured (transitions are
 
 
 def summary(watch_state: WatchState, now: float, windows: Sequence[Window] = (),
-            node_names: Collection[str] = frozenset()) -> dict[str, Any]:
+            node_names: Optional[Collection[str]] = frozenset()) -> dict[str, Any]:
     """A held incident says what holds it now; one whose hold has ended (`held_by` None)
     goes out at the next poll.
 
     `node_names` are the expected nodes, as the poll holds by them: a GPU file on one of
     them is held by that node's silences and windows too. The state cannot say which they
-    are (a node seen well keeps no record).
+    are (a node seen well keeps no record). None: the inventory cannot be read, so a held
+    GPU file found no hold has `hold_known` false (the poll fails until it is fixed).
     """
+    known = node_names is not None
+    node_names = node_names if node_names is not None else frozenset()
     holding = Holding(watch_state.silences, windows, frozenset(node_names))
     incidents = []
     for target, record in sorted(watch_state.records.items()):
@@ -38,7 +42,9 @@ def summary(watch_state: WatchState, now: float, windows: Sequence[Window] = (),
             hold = holding.hold(target, now)
             item.update(held_by=None if hold is None else hold.by,
                         held_until=None if hold is None else hold.until,
-                        hold=None if hold is None else hold.describe())
+                        hold=None if hold is None else hold.describe(),
+                        hold_known=hold is not None or known
+                        or not target.startswith(GPU_PREFIX))
         incidents.append(item)
     return {
         "last_poll": watch_state.last_poll,
@@ -57,7 +63,7 @@ def summary(watch_state: WatchState, now: float, windows: Sequence[Window] = (),
 
 def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False,
                  windows: Sequence[Window] = (),
-                 node_names: Collection[str] = frozenset()) -> None:
+                 node_names: Optional[Collection[str]] = frozenset()) -> None:
     now = time.time()
     data = summary(watch_state, now, windows, node_names)
     if as_json:
@@ -84,6 +90,8 @@ def print_status(watch_state: WatchState, out: IO[str], as_json: bool = False,
         held = ""
         if item["held"]:
             held = (f" HELD, {item['hold']}" if item["hold"] else
+                    " HELD, by what is not known: the inventory cannot be read"
+                    if not item["hold_known"] else
                     " HELD, its hold has ended: the alert goes out at the next poll")
         out.write(f"  {item['target']} ({item['status']}) since {format_utc(item['since'])} "
                   f"incident {item['incident']}{held}\n")
