@@ -173,3 +173,14 @@ def store(record: dict[str, Any], key: Optional[str] = None,
     report, _ = store_record(key or record["host"], record, len(body.encode()),
                              received_at=received_at)
     return report
+
+
+def typed(value: Any, ordered: bool = True) -> Any:
+    """`value` with JSON's types made visible (1 == 1.0 == True in Python) and, if
+    `ordered`, its objects' key order (dict equality ignores it; jsonb does not keep it)."""
+    if isinstance(value, dict):
+        items = [(name, typed(item, ordered)) for name, item in value.items()]
+        return ("object", items if ordered else sorted(items))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(item, ordered) for item in value])
+    return (type(value).__name__, value)

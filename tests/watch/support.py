@@ -79,3 +79,10 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     status = main(list(args))
     out, err = capsys.readouterr()
     return status, out, err
+
+
+def watch_argv(pool: Pool, *verb: str, condor: Optional[Path] = None) -> list[str]:
+    """`clusterwatch watch VERB...` against the pool's config, state and fakes."""
+    return ["watch", "--config-dir", str(pool.config_dir), "--state-dir", str(pool.state_dir),
+            "--prometheus-url", pool.prometheus.url,
+            "--condor-status", str(condor or pool.condor_status), *verb]

@@ -22,17 +22,12 @@ from clusterwatch.watch.exercise import SCENARIOS
 
 from .program import child_env
 from .support import TOKEN, Pool, cli
+from .support import watch_argv as watch
 
 W1, W2, W3 = "worker1.example.org", "worker2.example.org", "worker3.example.org"
 G1, G2, G3 = "192.0.2.10:9100", "192.0.2.11:9100", "192.0.2.12:9100"
 TRANSITION = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ (ALERT|RECOVER) (node|gpu):\S+ "
                         r"\((missing|stale|present|fresh)\) incident [0-9a-f]+$")
-
-
-def watch(pool: Pool, *verb: str, condor: Path | None = None) -> list[str]:
-    return ["watch", "--config-dir", str(pool.config_dir), "--state-dir", str(pool.state_dir),
-            "--prometheus-url", pool.prometheus.url,
-            "--condor-status", str(condor or pool.condor_status), *verb]
 
 
 def use_secret_webhook(pool: Pool, timeout_s: float = 0.5) -> str:

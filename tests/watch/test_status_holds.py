@@ -15,12 +15,7 @@ from clusterwatch.watch.holds import MATCHER_KINDS
 from clusterwatch.watch.state import WatchState
 
 from .support import T0, Pool, cli
-
-
-def watch_args(pool: Pool, *verb: str) -> list[str]:
-    return ["watch", "--config-dir", str(pool.config_dir), "--state-dir", str(pool.state_dir),
-            "--prometheus-url", pool.prometheus.url, "--condor-status",
-            str(pool.condor_status), *verb]
+from .support import watch_argv as watch_args
 
 W1, W2 = "node:worker1.example.org", "node:worker2.example.org"
 GPU = "gpu:worker2.example.org:9100"
@@ -99,14 +94,11 @@ def test_silence_list_says_active_ended_or_expired_and_drops_them_a_week_after()
 # A node seen well keeps no record (issue 23): status must learn the expected nodes from the
 # inventory, as the poll does, not from the records.
 
-NODE_GPU = "gpu:worker2.example.org:9100"
-
-
 def _gpu_only_state() -> WatchState:
     silence = new_silence((parse_matcher("node:worker2*", MATCHER_KINDS),), T0, T0 + 3600,
                           "kernel update", "alice", T0)
     return WatchState(records={
-        NODE_GPU: TargetRecord(T0, incident=Incident("dddd", T0, "stale", held=True)),
+        GPU: TargetRecord(T0, incident=Incident("dddd", T0, "stale", held=True)),
     }, silences=[silence], last_poll={"t": T0 + 60})
 
 

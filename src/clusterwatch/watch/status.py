@@ -29,8 +29,7 @@ def summary(watch_state: WatchState, now: float, windows: Sequence[Window] = (),
     GPU file found no hold has `hold_known` false (the poll fails until it is fixed).
     """
     known = node_names is not None
-    node_names = node_names if node_names is not None else frozenset()
-    holding = Holding(watch_state.silences, windows, frozenset(node_names))
+    holding = Holding(watch_state.silences, windows, frozenset(node_names or ()))
     incidents = []
     for target, record in sorted(watch_state.records.items()):
         if record.incident is None:

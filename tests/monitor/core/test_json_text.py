@@ -17,20 +17,12 @@ from hypothesis import strategies as st
 
 from clusterwatch.monitor.core.json_text import CompactJSONEncoder
 from clusterwatch.monitor.core.models import HostReport, LatestQueue, LatestReport
+from tests.monitor.records import typed
 
 
 def text(value: Any) -> str:
     """As Django writes a JSONField with this encoder (base operations.adapt_json_value)."""
     return json.dumps(value, cls=CompactJSONEncoder)
-
-
-def typed(value: Any) -> Any:
-    """JSON's types and key order made visible (1 == 1.0 == True, and dicts ignore order)."""
-    if isinstance(value, dict):
-        return ("object", [(name, typed(item)) for name, item in value.items()])
-    if isinstance(value, list):
-        return ("array", [typed(item) for item in value])
-    return (type(value).__name__, value)
 
 
 scalars = st.one_of(

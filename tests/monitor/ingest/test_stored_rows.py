@@ -30,7 +30,7 @@ from clusterwatch.monitor.core.models import HostReport, JobPush, LatestQueue, L
 from clusterwatch.monitor.record.index import queues_in
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
 from tests.monitor.ingest.support import at, new_token, post
-from tests.monitor.records import KEY, example, utc
+from tests.monitor.records import KEY, example, typed, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -136,17 +136,6 @@ def _raw_json_columns(key: str) -> list[str]:
             cursor.execute(sql, [key])
             texts += [text for (text,) in cursor.fetchall()]
     return texts
-
-
-def typed(value: Any, ordered: bool) -> Any:
-    """`value` with JSON's types made visible (1 == 1.0 == True in Python) and, if
-    `ordered`, its objects' key order (dict equality ignores it; jsonb does not keep it)."""
-    if isinstance(value, dict):
-        items = [(name, typed(item, ordered)) for name, item in value.items()]
-        return ("object", items if ordered else sorted(items))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [typed(item, ordered) for item in value])
-    return (type(value).__name__, value)
 
 
 def test_it_stores_what_the_plain_rules_say_post_after_post(client: Client) -> None:
