@@ -530,6 +530,22 @@ def build(args: argparse.Namespace, lay: Layout, base: Mapping[str, Any],
     return built
 
 
+def post_times(args: argparse.Namespace, built: Built, posted: int,
+               newest: Optional[dt.datetime], now: dt.datetime) -> tuple[dt.datetime, dt.timedelta]:
+    """(origin, step) of this run's posts (see Poster); `newest`: the newest collected_at
+    stored."""
+    interval = dt.timedelta(seconds=args.interval)
+    if not posted:
+        return built.latest_at or args.latest_at, interval
+    origin = newest or built.latest_at or args.latest_at
+    step = min(interval, (now - origin) / (args.post_rounds + 1))
+    if step < dt.timedelta(seconds=1):
+        raise SystemExit(f"the database in --workdir holds records up to {utc(origin)}: no "
+                         f"room before now for this run's {args.post_rounds} rounds of posts; "
+                         "wait, or use a new --workdir")
+    return origin, step
+
+
 def save_meta(workdir: Path, args: argparse.Namespace, built: Built, posted: int) -> None:
     meta = {"version": BUILD_VERSION, "params": build_params(args), "posted": posted,
             "built": {"history": built.history, "history_pushes": built.history_pushes,
@@ -573,20 +589,25 @@ def build_params(args: argparse.Namespace) -> dict[str, Any]:
 
 @dataclass
 class Poster:
-    """Ingest requests: post n goes to key n % hosts, one interval after that key's last."""
+    """Ingest requests: post n goes to key n % hosts, one `step` after that key's last.
+
+    A fresh database's posts come one interval apart after its latest records. A reused
+    one's come after the newest record stored (earlier runs posted up to about their own
+    end), as far apart as fits before now, so that none is refused as dated ahead."""
 
     lay: Layout
     templates: list[bytes]
     tokens: Mapping[str, str]
     built: Built
-    interval: int
-    posted: int = 0  # posts made before this run (a reused database)
+    origin: dt.datetime  # this run's posts are dated after it
+    step: dt.timedelta
+    posted: int = 0  # posts made so far, earlier runs' on a reused database included
+    first_round: int = 0  # posted // hosts when this run began
 
     def request(self, n: int) -> tuple[str, str, bytes, dict[str, str]]:
         n += self.posted
         h, rounds = n % len(self.lay.keys), n // len(self.lay.keys) + 1
-        at = (self.built.latest_at or dt.datetime.now(dt.timezone.utc)) + dt.timedelta(
-            seconds=self.interval * rounds)
+        at = self.origin + self.step * (rounds - self.first_round)
         key = self.lay.keys[h]
         body = body_at(self.templates[h], self.lay, h, self.built.latest_seq + rounds, at)
         return "POST", f"/api/host-reports/{key}/", body, {
@@ -841,6 +862,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
         from django.conf import settings
         from django.contrib.auth import get_user_model
         from django.db import connection, connections
+        from django.db.models import Max
         from django.test import Client
 
         from clusterwatch.monitor.core.models import HostReport, HostToken
@@ -873,7 +895,10 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
         templates = [body_template(host_record(base, lay, h, built.latest_at or args.latest_at,
                                                built.latest_seq, args.record_bytes))
                      for h in range(len(lay.keys))]
-        poster = Poster(lay, templates, token_texts, built, args.interval, posted)
+        newest = HostReport.objects.aggregate(newest=Max("collected_at"))["newest"]
+        origin, step = post_times(args, built, posted, newest, dt.datetime.now(dt.timezone.utc))
+        poster = Poster(lay, templates, token_texts, built, origin, step, posted=posted,
+                        first_round=posted // len(lay.keys))
         load_start = os.getloadavg()
         progress(f"starting gunicorn ({args.workers} workers)")
         db_entries = {k: v for k, v in environ.items() if k.startswith("CLUSTERWATCH_DATABASE")}
@@ -1139,7 +1164,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     # The latest records end where the posts start, so the last post is about now.
     posts = (2 * args.requests + args.inprocess_posts + 1 + args.bursts * args.hosts
              + 2 * args.workers + (2 * args.profile_rounds if args.profile else 0))
-    rounds = -(-posts // args.hosts) + 1
+    rounds = args.post_rounds = -(-posts // args.hosts) + 1
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     args.latest_at = now - dt.timedelta(seconds=args.interval * rounds)
     args.days = args.days if args.days != int(args.days) else int(args.days)

@@ -104,3 +104,29 @@ def test_it_reuses_a_database_built_with_the_same_sizes_only(tmp_path: Path) -> 
     assert reused.latest_seq == 23 and reused.history == 115
     assert bench.load_meta(tmp_path, bench.parse_args(["--days", "1"])) is None
     assert bench.load_meta(tmp_path / "elsewhere", args) is None
+
+
+def test_a_reused_database_is_posted_to_after_its_newest_record_and_before_now() -> None:
+    bench = _bench()
+    args = bench.parse_args(["--quick"])
+    built = bench.Built(latest_at=AT, latest_seq=23, reused=True)
+    assert bench.post_times(args, built, 0, None, AT) == (AT, dt.timedelta(seconds=300))
+    now = AT + dt.timedelta(hours=1)
+    newest = AT + dt.timedelta(minutes=50)  # an earlier run posted up to then
+    origin, step = bench.post_times(args, built, 42, newest, now)
+    assert origin == newest and dt.timedelta(seconds=1) <= step < dt.timedelta(seconds=300)
+    lay = bench.layout(5, 12)
+    templates = [bench.body_template(bench.host_record(bench.example(), lay, h, AT, 23, 20_000))
+                 for h in range(5)]
+    poster = bench.Poster(lay, templates, dict.fromkeys(lay.keys, "t"), built, origin, step,
+                          posted=42, first_round=42 // 5)
+    times: dict[str, list[str]] = {}
+    for n in range(5 * args.post_rounds):
+        _, path, body, _ = poster.request(n)
+        times.setdefault(path, []).append(json.loads(body)["collected_at"])
+    assert len(times) == 5
+    for dates in times.values():  # the text's order is the time's
+        assert dates == sorted(set(dates)) and bench.utc(origin) < dates[0] <= dates[-1]
+        assert dates[-1] <= bench.utc(now)
+    with pytest.raises(SystemExit, match="no room before now"):
+        bench.post_times(args, built, 42, now - dt.timedelta(seconds=5), now)
