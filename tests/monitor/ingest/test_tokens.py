@@ -94,6 +94,34 @@ def test_it_authenticates_only_the_exact_token() -> None:
     assert tokens.authenticate("nonsense") is None
 
 
+def _fields(row: HostToken) -> list[tuple[str, Any, type]]:
+    return [(field.name, getattr(row, field.attname), type(getattr(row, field.attname)))
+            for field in HostToken._meta.concrete_fields]
+
+
+def test_its_one_statement_reads_the_row_the_orm_reads_and_the_binding() -> None:
+    token, _ = _create(KEY, "osgsub01", note="é note")
+    other, _ = _create("x01")
+    row, bound = tokens.authenticate_for(token, KEY)
+    orm = HostToken.objects.get(prefix=token[:12])
+    assert row is not None and bound
+    assert _fields(row) == _fields(orm)  # types too: aware datetimes on SQLite as well
+    assert row.created_at.tzinfo is not None and not row.get_deferred_fields()
+    assert (row._state.adding, row._state.db) == (orm._state.adding, orm._state.db)
+    assert tokens.authenticate_for(token, "osgsub01")[1]
+    assert tokens.authenticate_for(token, "x01") == (orm, False)  # another token's key
+    assert tokens.authenticate_for(token, "nobody01") == (orm, False)
+    assert tokens.authenticate_for(token, "") == (orm, False)
+    assert tokens.authenticate_for(other, "x01")[1]
+    tokens.revoke(orm)
+    assert tokens.authenticate_for(token, KEY) == (None, False)
+    revoked = HostToken.objects.get(prefix=token[:12])
+    assert revoked.revoked_at is not None and revoked.revoked_at.tzinfo is not None
+    assert tokens.authenticate_for(token[:-1] + ("a" if token[-1] != "a" else "b"),
+                                   "x01") == (None, False)
+    assert tokens.authenticate_for("nonsense", KEY) == (None, False)
+
+
 def test_it_lets_a_token_write_every_key_it_was_made_for(client: Client) -> None:
     token, _ = _create(KEY, "osgsub01")
     for key in (KEY, "osgsub01"):

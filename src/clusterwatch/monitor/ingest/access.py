@@ -13,14 +13,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from django.db import connections, router
-
 from clusterwatch.monitor.core.models import HostToken, HostTokenKey
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.ingest.errors import Rejection
 
 CHALLENGE = {"WWW-Authenticate": "Token"}
-_BOUND = "SELECT 1 FROM monitor_hosttokenkey WHERE token_id = %s AND key = %s LIMIT 1"
 
 
 def authorize(header: Optional[str], key: str) -> HostToken:
@@ -29,21 +26,12 @@ def authorize(header: Optional[str], key: str) -> HostToken:
     if text is None:
         raise Rejection(401, "token", "send 'Authorization: Token <token>' (or Bearer) with a "
                         "token made by create_host_token", CHALLENGE)
-    token = tokens.authenticate(text)
+    token, bound = tokens.authenticate_for(text, key)
     if token is None:
         raise Rejection(401, "token", "unknown or revoked token", CHALLENGE)
     if tokens.valid_key(key):
-        if _bound(token, key):
+        if bound:
             return token
         if HostTokenKey.objects.filter(key=key, token__revoked_at__isnull=True).exists():
             raise Rejection(403, "forbidden", f"this token may not use key {key!r}")
     raise Rejection(404, "unknown_key", f"no active token is bound to key {key!r}")
-
-
-def _bound(token: HostToken, key: str) -> bool:
-    """`token.keys.filter(key=key).exists()` as a prepared SELECT: every post asks it, and
-    the whole check took 0.51 ms of CPU with the ORM's query, 0.26 with this."""
-    connection = connections[router.db_for_read(HostTokenKey)]
-    with connection.cursor() as cursor:
-        cursor.execute(_BOUND, (token.pk, key))
-        return cursor.fetchone() is not None

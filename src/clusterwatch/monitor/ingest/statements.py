@@ -1,4 +1,4 @@
-"""Ingest's INSERTs as prepared statements: the rows the ORM writes, for less CPU.
+"""Ingest's INSERTs and one SELECT as prepared statements: what the ORM does, for less CPU.
 
 `Model.objects.create` and `bulk_create` build a model instance per row and compile an
 expression tree per statement: for a 200 KB post's record and its 20 pushes that was about
@@ -10,6 +10,10 @@ column holds exactly what the ORM would write (tests/monitor/ingest/test_stored_
 compares the rows on both databases and the JSON columns' text on SQLite). Like the ORM's
 statements they run on the cursor's error wrapper: an IntegrityError or DataError is
 Django's.
+
+A row read by a SELECT of ours becomes an instance as a queryset's would (`instance_of`):
+each column through the database's and the field's converters (SQLite's datetimes are
+naive until then), then `Model.from_db`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from django.db.models.constants import OnConflict
 
 _FIELDS: dict[tuple[Any, ...], tuple[Field[Any, Any], ...]] = {}
 _SQL: dict[tuple[Any, ...], tuple[str, bool]] = {}
+_Converter = tuple[int, list[Any], Any]  # (position, converters, the column's expression)
+_CONVERTERS: dict[tuple[Any, ...], tuple[_Converter, ...]] = {}
 
 
 def insert_instance(instance: Model) -> None:
@@ -104,3 +110,36 @@ def _write_insert(model: type[Model], names: tuple[str, ...], alias: str,
     if returning:
         parts.append(ops.return_insert_columns([meta.pk])[0])
     return " ".join(parts), returning
+
+
+def instance_of(model: type[Model], names: Sequence[str], values: Sequence[Any],
+                alias: str) -> Model:
+    """The `model` instance of the `values` of the field `names` (the columns of a row in
+    that order), as a queryset loads it; fields not named are deferred."""
+    names = tuple(names)
+    connection = connections[alias]
+    row = list(values)
+    for position, converters, expression in _converters(model, names, alias):
+        value = row[position]
+        for converter in converters:
+            value = converter(value, expression, connection)
+        row[position] = value
+    return model.from_db(alias, list(names), row)
+
+
+def _converters(model: type[Model], names: tuple[str, ...],
+                alias: str) -> tuple[_Converter, ...]:
+    """What the ORM's compiler applies to each column it reads (`get_converters`)."""
+    slot = (model, names, alias)
+    found = _CONVERTERS.get(slot)
+    if found is None:
+        connection = connections[alias]
+        kept = []
+        for position, field in enumerate(_fields(model, names)):
+            expression = field.get_col(model._meta.db_table)
+            converters = (connection.ops.get_db_converters(expression)
+                          + expression.get_db_converters(connection))
+            if converters:
+                kept.append((position, converters, expression))
+        found = _CONVERTERS[slot] = tuple(kept)
+    return found

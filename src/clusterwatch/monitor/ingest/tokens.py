@@ -12,21 +12,30 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
+from django.db import connections, router
 from django.utils import timezone
 
 from clusterwatch.monitor.core import tokens as primitives
 from clusterwatch.monitor.core.models import HostToken, HostTokenKey
 from clusterwatch.monitor.core.record_keys import KEY_RE, valid_key
 from clusterwatch.monitor.core.tokens import digest, matches
+from clusterwatch.monitor.ingest import statements
 
-__all__ = ["KEY_RE", "SCHEME", "TOKEN_RE", "authenticate", "create", "describe_keys", "digest",
-           "find", "from_header", "generate", "keys_of", "matches", "normal_prefix",
-           "prefix_of", "revoke", "valid_key"]
+__all__ = ["KEY_RE", "SCHEME", "TOKEN_RE", "authenticate", "authenticate_for", "create",
+           "describe_keys", "digest", "find", "from_header", "generate", "keys_of", "matches",
+           "normal_prefix", "prefix_of", "revoke", "valid_key"]
 
 SCHEME = "cwh_"
 TOKEN_RE = primitives.token_pattern(SCHEME)
 PREFIX_RE = re.compile(r"(?:cwh_)?([A-Za-z0-9]{8})")
 _HEADER_SCHEMES = ("token", "bearer")
+# HostToken's every column and whether it is bound to a key (models.py; test_tokens checks
+# the row against the ORM's on both databases).
+_ROW = ("id", "prefix", "digest", "created_at", "revoked_at", "note")
+_AUTHENTICATE = ("SELECT id, prefix, digest, created_at, revoked_at, note, EXISTS (SELECT 1 "
+                 "FROM monitor_hosttokenkey WHERE monitor_hosttokenkey.token_id = "
+                 "monitor_hosttoken.id AND monitor_hosttokenkey.key = %s) "
+                 "FROM monitor_hosttoken WHERE prefix = %s")
 
 
 def generate() -> tuple[str, str]:
@@ -69,14 +78,28 @@ def create(keys: Sequence[str], note: str = "") -> tuple[HostToken, str]:
 
 def authenticate(token: str) -> Optional[HostToken]:
     """The active HostToken whose digest matches `token`; None if unknown or revoked."""
+    return authenticate_for(token, "")[0]
+
+
+def authenticate_for(token: str, key: str) -> tuple[Optional[HostToken], bool]:
+    """(`authenticate(token)`, whether that token is bound to `key`), in one statement.
+
+    Every post asks both: `HostToken.objects.filter(prefix=...).first()` and the binding's
+    SELECT took 0.25 ms of CPU in a loop and 0.6-0.7 between 200 KB posts (cold caches),
+    this one SELECT 0.03 in the loop. The row is the ORM's (`statements.instance_of`).
+    """
     prefix = prefix_of(token)
     if prefix is None:
-        return None
-    row: Optional[HostToken] = HostToken.objects.filter(prefix=prefix).first()
-    found = matches(row.digest if row is not None else None, token)
-    if row is None or not found or row.revoked_at is not None:
-        return None
-    return row
+        return None, False
+    alias = router.db_for_read(HostToken)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_AUTHENTICATE, (key, prefix))
+        found = cursor.fetchone()
+    row = statements.instance_of(HostToken, _ROW, found[:-1], alias) if found else None
+    authentic = matches(row.digest if isinstance(row, HostToken) else None, token)
+    if not isinstance(row, HostToken) or not authentic or row.revoked_at is not None:
+        return None, False
+    return row, bool(found[-1])
 
 
 def revoke(row: HostToken) -> bool:
