@@ -51,5 +51,6 @@ def test_no_part_of_a_logged_request_carries_a_links_secret(tmp_path: Path) -> N
 def test_whatever_stands_where_a_token_goes_is_redacted_and_nothing_else() -> None:
     assert redacted("GET /usage/shared/garbage%00x/pdf") == "GET /usage/shared/[redacted]/pdf"
     assert redacted(f"/usage/shared/{PREFIX}_abc") == f"/usage/shared/{PREFIX}_[redacted]"
+    assert redacted(f"again={TOKEN}&x") == f"again={PREFIX}_[redacted]&x"  # a token alone
     for plain in ("GET /usage/jobs/4242/ HTTP/1.1", "/api/v1/jobs/4242/usage", "-"):
         assert redacted(plain) == plain
