@@ -20,6 +20,16 @@ from tests.monitor.records import KEY
 BASE_TIME = dt.datetime(2026, 10, 2, 18, 30, tzinfo=dt.timezone.utc)
 
 
+def odd_float(value: Any) -> bool:
+    """Whether a float that orjson and json.dumps write in other notations (below 1e-4 but
+    0, from 1e16 on) is among the JSON `value`'s values, at any depth."""
+    if isinstance(value, dict):
+        return any(odd_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(odd_float(item) for item in value)
+    return isinstance(value, float) and value != 0 and not 1e-4 <= abs(value) < 1e16
+
+
 def at(minutes: int) -> dt.datetime:
     return BASE_TIME + dt.timedelta(minutes=minutes)
 

@@ -72,10 +72,10 @@ def host_reports(request: HttpRequest, key: str) -> JsonResponse:
 def _post(request: HttpRequest, key: str) -> JsonResponse:
     token = access.authorize(request.headers.get("Authorization"), key)
     data = body.read_body(request, settings.MAX_RECORD_BYTES)
-    record = body.parse_object(data)
+    record, odd_floats = body.parse_body(data)
     collected_at = validation.check_record(record, key)
     horizon.check_not_ahead(collected_at)
-    digest = store.record_digest(record)
+    digest = store.record_digest(record, odd_floats)
     duplicate = store.duplicate_of(key, collected_at, record, digest)
     if duplicate is None:
         try:
