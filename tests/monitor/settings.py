@@ -5,10 +5,17 @@ The database is pytest-django's test database: SQLite in memory, or a `test_*` d
 the server that CLUSTERWATCH_DATABASE_URL names (scripts/test's PostgreSQL pass).
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
-os.environ.setdefault("CLUSTERWATCH_DATA_DIR", tempfile.mkdtemp(prefix="clusterwatch-tests-"))
+if "CLUSTERWATCH_DATA_DIR" not in os.environ:
+    # Made by the first process to import this (pytest-xdist's workers inherit it) and removed
+    # when that process ends: a run left one directory behind in /tmp before.
+    _DATA_DIR = tempfile.mkdtemp(prefix="clusterwatch-tests-")
+    os.environ["CLUSTERWATCH_DATA_DIR"] = _DATA_DIR
+    atexit.register(shutil.rmtree, _DATA_DIR, ignore_errors=True)
 
 from clusterwatch.monitor.site.settings import *  # noqa: F403
 
