@@ -75,7 +75,7 @@ def test_it_takes_orjsons_bytes_for_the_example_record() -> None:
     assert canonical_json(record) == fast == reference(record)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(VALUES)
 def test_the_digest_of_a_parsed_body_is_json_dumps_whatever_parse_body_says_of_its_floats(
         value: Any) -> None:

@@ -124,7 +124,7 @@ _VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4)
                        max_leaves=24)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(value=st.dictionaries(st.text(max_size=6), _VALUES, max_size=6),
        ascii_only=st.booleans(), cut=st.integers(min_value=0, max_value=400),
        noise=st.sampled_from([b"", b"\x00", b"\xff", b"\\", b'"', b"}", b"1e999", b"\xed\xa0"]))
