@@ -16,7 +16,7 @@ from django.test import Client
 
 from clusterwatch.monitor.core.models import HostToken, HostTokenKey
 from clusterwatch.monitor.ingest import tokens
-from tests.monitor.ingest.support import post
+from tests.monitor.ingest.support import auth, post
 from tests.monitor.records import KEY, example
 
 pytestmark = pytest.mark.django_db
@@ -120,6 +120,17 @@ def test_its_one_statement_reads_the_row_the_orm_reads_and_the_binding() -> None
     assert tokens.authenticate_for(token[:-1] + ("a" if token[-1] != "a" else "b"),
                                    "x01") == (None, False)
     assert tokens.authenticate_for("nonsense", KEY) == (None, False)
+
+
+@pytest.mark.parametrize("name", ["a%00b", "%00", "x" * 300, "a%FFb"])
+def test_a_name_that_is_no_key_is_401_or_404_on_every_database(client: Client,
+                                                                name: str) -> None:
+    token, _ = _create(KEY)
+    unknown = "cwh_AAAAAAAA_" + "A" * 43  # well formed, no such token
+    for method in (client.get, client.post):
+        for text, status, error in ((token, 404, "unknown_key"), (unknown, 401, "token")):
+            answer = method(f"/api/host-reports/{name}/", **auth(text))
+            assert (answer.status_code, answer.json()["error"]) == (status, error)
 
 
 def test_it_lets_a_token_write_every_key_it_was_made_for(client: Client) -> None:

@@ -27,8 +27,7 @@ from django.db.models.constants import OnConflict
 
 _FIELDS: dict[tuple[Any, ...], tuple[Field[Any, Any], ...]] = {}
 _SQL: dict[tuple[Any, ...], tuple[str, bool]] = {}
-_Converter = tuple[int, list[Any], Any]  # (position, converters, the column's expression)
-_CONVERTERS: dict[tuple[Any, ...], tuple[_Converter, ...]] = {}
+_COLUMNS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def insert_instance(instance: Model) -> None:
@@ -115,11 +114,17 @@ def _write_insert(model: type[Model], names: tuple[str, ...], alias: str,
 def instance_of(model: type[Model], names: Sequence[str], values: Sequence[Any],
                 alias: str) -> Model:
     """The `model` instance of the `values` of the field `names` (the columns of a row in
-    that order), as a queryset loads it; fields not named are deferred."""
+    that order), as a queryset loads it; fields not named are deferred.
+
+    The converters are asked of this thread's connection each time (the backend's are
+    methods of its `ops`, which read that connection's settings); only the columns'
+    expressions are kept."""
     names = tuple(names)
     connection = connections[alias]
     row = list(values)
-    for position, converters, expression in _converters(model, names, alias):
+    for position, expression in enumerate(_columns(model, names)):
+        converters = (connection.ops.get_db_converters(expression)
+                      + expression.get_db_converters(connection))
         value = row[position]
         for converter in converters:
             value = converter(value, expression, connection)
@@ -127,19 +132,11 @@ def instance_of(model: type[Model], names: Sequence[str], values: Sequence[Any],
     return model.from_db(alias, list(names), row)
 
 
-def _converters(model: type[Model], names: tuple[str, ...],
-                alias: str) -> tuple[_Converter, ...]:
-    """What the ORM's compiler applies to each column it reads (`get_converters`)."""
-    slot = (model, names, alias)
-    found = _CONVERTERS.get(slot)
+def _columns(model: type[Model], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The column expressions the ORM's compiler reads `names` through (`get_converters`)."""
+    slot = (model, names)
+    found = _COLUMNS.get(slot)
     if found is None:
-        connection = connections[alias]
-        kept = []
-        for position, field in enumerate(_fields(model, names)):
-            expression = field.get_col(model._meta.db_table)
-            converters = (connection.ops.get_db_converters(expression)
-                          + expression.get_db_converters(connection))
-            if converters:
-                kept.append((position, converters, expression))
-        found = _CONVERTERS[slot] = tuple(kept)
+        table = model._meta.db_table
+        found = _COLUMNS[slot] = tuple(field.get_col(table) for field in _fields(model, names))
     return found

@@ -93,7 +93,9 @@ def authenticate_for(token: str, key: str) -> tuple[Optional[HostToken], bool]:
         return None, False
     alias = router.db_for_read(HostToken)
     with connections[alias].cursor() as cursor:
-        cursor.execute(_AUTHENTICATE, (key, prefix))
+        # A name that is no key is bound to nothing, and may hold what a database refuses
+        # (PostgreSQL: a NUL), which would turn a 401 or 404 into a DataError.
+        cursor.execute(_AUTHENTICATE, (key if valid_key(key) else "", prefix))
         found = cursor.fetchone()
     row = statements.instance_of(HostToken, _ROW, found[:-1], alias) if found else None
     authentic = matches(row.digest if isinstance(row, HostToken) else None, token)
