@@ -54,3 +54,11 @@ def test_whatever_stands_where_a_token_goes_is_redacted_and_nothing_else() -> No
     assert redacted(f"again={TOKEN}&x") == f"again={PREFIX}_[redacted]&x"  # a token alone
     for plain in ("GET /usage/jobs/4242/ HTTP/1.1", "/api/v1/jobs/4242/usage", "-"):
         assert redacted(plain) == plain
+
+
+def test_a_percent_encoded_share_path_is_redacted_as_what_it_means(tmp_path: Path) -> None:
+    encoded = f"/usage%2Fshared%2F%63ws%5F{PREFIX[4:]}%5F{SECRET}/pdf"
+    line = _logged(tmp_path, encoded)  # the request line as sent; the path as gunicorn's
+    assert SECRET not in line and "%5F" + SECRET not in line
+    assert f"/usage/shared/{PREFIX}_[redacted]/pdf" in line
+    assert redacted("/usage/jobs/4242/?q=a%20b") == "/usage/jobs/4242/?q=a%20b"  # untouched

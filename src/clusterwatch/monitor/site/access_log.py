@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote
 
 from gunicorn.glogging import Logger
 
@@ -23,6 +24,12 @@ _SEGMENT = re.compile(r"(/usage/shared/)(?!cws_[A-Za-z0-9]{8}_\[redacted\])[^/?#
 
 
 def redacted(text: str) -> str:
+    if "%" in text:
+        decoded = unquote(text)
+        if "cws_" in decoded or "/usage/shared/" in decoded:
+            # gunicorn decodes the path Django routes (`/usage%2Fshared%2F...` reaches the
+            # share view), but the request line is logged as sent: redact what it means.
+            text = decoded
     if "cws_" not in text and "/usage/shared/" not in text:
         # Neither pattern can match: the common case, for each of the ~60 atoms of every
         # request (a substring test instead of two regular expressions' scans).
