@@ -20,8 +20,9 @@ from clusterwatch.monitor.core import api_tokens
 from clusterwatch.monitor.usage import share_links
 from clusterwatch.monitor.usage.config import get_config
 from clusterwatch.monitor.usage.models import ShareLink
+from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.usage_report import load_report
-from clusterwatch.monitor.usage.web import render_views, shared_views
+from clusterwatch.monitor.usage.web import shared_views
 from tests.monitor.usage.page_support import client_of, text_of, without_csrf
 from tests.monitor.usage.share_support import Made, addresses_of, carries, get, make_link
 from tests.monitor.usage.site import GiB, UsageSite
@@ -256,7 +257,7 @@ def test_no_log_record_carries_a_link(usage_site: UsageSite, logged: Records,
     def broken(*_args: object) -> bytes:
         raise RuntimeError("the renderer broke")
 
-    monkeypatch.setattr(render_views.rendered, "report_pdf", broken)
+    monkeypatch.setattr(rendered, "report_pdf", broken)  # the views import it as they draw
     failed = get(ended, "pdf")
     assert failed.status_code == 500 and untraced(failed)
     posted = Client().post(ended.path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
 from pathlib import Path
@@ -24,8 +25,9 @@ def warm() -> None:
 
     Only what needs no database (a connection opened here could be shared by the workers if
     gunicorn ever forked after loading the app): every URL pattern and the view modules they
-    import, the reverse map, the compiled record schema, this app's templates. A failure
-    only leaves the work to the first request, as before.
+    import, the drawing modules the usage views import when they draw (matplotlib and
+    reportlab, 0.5 s), the reverse map, the compiled record schema, this app's templates. A
+    failure only leaves the work to the first request, as before.
     """
     from django.template.loader import get_template
     from django.urls import get_resolver
@@ -36,6 +38,7 @@ def warm() -> None:
         resolver = get_resolver()
         resolver.url_patterns  # noqa: B018 - the property imports every view module
         resolver.reverse_dict  # noqa: B018 - built on the first reverse()/redirect
+        importlib.import_module("clusterwatch.monitor.usage.rendering.rendered")
         validation.checkers()
         for folder in TEMPLATE_DIRS:
             for path in sorted(folder.rglob("*.html")):

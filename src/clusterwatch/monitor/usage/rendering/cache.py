@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import matplotlib
-import reportlab
-
 from clusterwatch.atomic_write import write_atomically
 from clusterwatch.monitor.usage.analysis.summary_json import UsageDocument
 from clusterwatch.monitor.usage.metrics.series import JobSeries
@@ -70,6 +67,9 @@ def render_key(kind: RenderKind, document: UsageDocument, series: Optional[JobSe
     with every scrape, so they are not kept)."""
     if document["running"] or document["end"] is None:
         return None
+    import matplotlib  # only where something is drawn: half a second of import
+    import reportlab
+
     identity = json.dumps({
         "version": [RENDER_VERSION, matplotlib.__version__, reportlab.Version],
         "kind": kind.value, "metric": metric, "note": series_note, "document": document,

@@ -34,10 +34,8 @@ from clusterwatch.monitor.usage.rendering.plot_metrics import (
     metric_curves,
     resolve_metric,
 )
+from clusterwatch.monitor.usage.rendering.sizes import DPI, PIE_SIZE_IN, PLOT_SIZE_IN
 
-PLOT_SIZE_IN = (8.0, 3.6)
-PIE_SIZE_IN = (6.0, 4.0)
-DPI = 100
 GAP_STEPS = 1.5  # a jump of more than this many steps between points is a gap, not a line
 MARKERS_BELOW = 20  # points: fewer than this, and each point is marked (one point is a dot)
 LEGEND_MAX = 8  # curves: more, and the legend would cover the plot

@@ -19,8 +19,8 @@ from clusterwatch.monitor.usage.rendering.figures_text import (
     warning_title,
 )
 from clusterwatch.monitor.usage.rendering.plot_metrics import METRICS, measured_metrics
-from clusterwatch.monitor.usage.rendering.plots import DPI, PIE_SIZE_IN, PLOT_SIZE_IN
 from clusterwatch.monitor.usage.rendering.shown_text import shown
+from clusterwatch.monitor.usage.rendering.sizes import DPI, PIE_SIZE_IN, PLOT_SIZE_IN
 from clusterwatch.monitor.usage.rendering.summary_rows import NOT_MEASURED, SummaryRow, summary_rows
 from clusterwatch.monitor.usage.usage_report import SERIES_NOT_MEASURED, UsageReport
 

@@ -2,7 +2,10 @@
 `/plot/<jobid>/<metric>` (PNG; our metric names and the original's).
 
 A browser without a session is sent to the login page (a researcher opens the PDF from the
-email); a script sends its token. A refusal is a short text/plain answer with its status
+email); a script sends its token. The drawing modules (matplotlib, reportlab: half a second of
+import) are imported by the answers that draw, not with the URLs, so that a management
+command, which loads every URL, starts without them; gunicorn's workers import them as they
+start (site/wsgi.py). A refusal is a short text/plain answer with its status
 (400 malformed job id or metric name, 403 a bad token, 404 unknown or not yours alike,
 503 a source down), never a 500. Ended jobs' drawings come from the render cache.
 """
@@ -14,7 +17,6 @@ from django.http import HttpRequest, HttpResponse
 from clusterwatch.monitor.core.refusals import Refusal, text_refusal
 from clusterwatch.monitor.core.view_guard import Entry, Feature, guarded, reads_dates
 from clusterwatch.monitor.usage.config import get_config, usage_enabled
-from clusterwatch.monitor.usage.rendering import rendered
 from clusterwatch.monitor.usage.rendering.cache import RenderCache
 from clusterwatch.monitor.usage.rendering.plot_metrics import UnknownMetric, series_keys
 from clusterwatch.monitor.usage.usage_report import UsageReport
@@ -49,6 +51,8 @@ def plot(request: HttpRequest, jobid: str, metric: str) -> HttpResponse:
 # The answers themselves, for the job's own paths and a share link's alike (shared_views).
 
 def pdf_answer(report: UsageReport) -> HttpResponse:
+    from clusterwatch.monitor.usage.rendering import rendered
+
     body = rendered.report_pdf(_cache(), report.document, report.series, report.series_note)
     answer = HttpResponse(body, content_type="application/pdf")
     answer["Content-Disposition"] = f'inline; filename="job-{report.document["jobid"]}-usage.pdf"'
@@ -56,6 +60,8 @@ def pdf_answer(report: UsageReport) -> HttpResponse:
 
 
 def pie_answer(report: UsageReport) -> HttpResponse:
+    from clusterwatch.monitor.usage.rendering import rendered
+
     return HttpResponse(rendered.pie_png(_cache(), report.document), content_type="image/png")
 
 
@@ -68,6 +74,8 @@ def plot_keys(metric: str) -> frozenset[str]:
 
 
 def plot_answer(report: UsageReport, metric: str) -> HttpResponse:
+    from clusterwatch.monitor.usage.rendering import rendered
+
     body = rendered.plot_png(_cache(), report.document, report.series, metric,
                              report.series_note)
     return HttpResponse(body, content_type="image/png")
