@@ -25,9 +25,9 @@ def warm() -> None:
 
     Only what needs no database (a connection opened here could be shared by the workers if
     gunicorn ever forked after loading the app): every URL pattern and the view modules they
-    import, the drawing modules the usage views import when they draw (matplotlib and
-    reportlab, 0.5 s), the reverse map, the compiled record schema, this app's templates. A
-    failure only leaves the work to the first request, as before.
+    import, the reverse map, the compiled record schema, this app's templates, and the
+    drawing modules the usage views import when they draw (matplotlib and reportlab, 0.5 s).
+    A failure only leaves the work to the first request, as before.
     """
     from django.template.loader import get_template
     from django.urls import get_resolver
@@ -38,11 +38,12 @@ def warm() -> None:
         resolver = get_resolver()
         resolver.url_patterns  # noqa: B018 - the property imports every view module
         resolver.reverse_dict  # noqa: B018 - built on the first reverse()/redirect
-        importlib.import_module("clusterwatch.monitor.usage.rendering.rendered")
         validation.checkers()
         for folder in TEMPLATE_DIRS:
             for path in sorted(folder.rglob("*.html")):
                 get_template(path.relative_to(folder).as_posix())
+        # Last: a drawing library that fails to import costs only the drawings.
+        importlib.import_module("clusterwatch.monitor.usage.rendering.rendered")
     except Exception:  # warming is an optimisation: never a reason for a worker not to start
         log.exception("warming the worker failed; its first request will do it")
 
