@@ -23,17 +23,21 @@ _TOKEN = re.compile(r"(cws_[A-Za-z0-9]{8})_[A-Za-z0-9_%-]+")
 _SEGMENT = re.compile(r"(/usage/shared/)(?!cws_[A-Za-z0-9]{8}_\[redacted\])[^/?#\s\"]+")
 
 
+def _may_match(text: str) -> bool:
+    """Whether either pattern can match: a substring test for each, instead of two regular
+    expressions' scans of each of the ~60 atoms of every request."""
+    return "cws_" in text or "/usage/shared/" in text
+
+
 def redacted(text: str) -> str:
     if "%" in text:
         decoded = unquote(text)
-        if "cws_" in decoded or "/usage/shared/" in decoded:
+        if _may_match(decoded):
             # gunicorn decodes the path Django routes (`/usage%2Fshared%2F...` reaches the
             # share view), but the request line is logged as sent: redact what it means.
             text = decoded
-    if "cws_" not in text and "/usage/shared/" not in text:
-        # Neither pattern can match: the common case, for each of the ~60 atoms of every
-        # request (a substring test instead of two regular expressions' scans).
-        return text
+    if not _may_match(text):
+        return text  # the common case
     text = _TOKEN.sub(rf"\1_{REDACTED}", text)
     return _SEGMENT.sub(rf"\1{REDACTED}", text)
 
