@@ -96,11 +96,11 @@ def test_it_runs_the_quick_benchmark_through_gunicorn(tmp_path: Path) -> None:
 
 def test_an_ingest_row_misses_its_cpu_target_on_server_and_database_cpu_together() -> None:
     bench = _bench()
-    timings = bench.Timings()
-    for _ in range(100):
-        timings.add(201, 0.02)
 
-    def row(server_s: float, db_s: float) -> Any:
+    def row(server_s: float, db_s: float, each_s: float = 0.02) -> Any:
+        timings = bench.Timings()
+        for _ in range(100):
+            timings.add(201, each_s)
         return bench.Row("HTTP, 4 connections", timings, bench.Load(server_cpu_s=server_s,
                                                                    db_cpu_s=db_s),
                          None, "", 50.0, 201, True, 10.0)
@@ -109,12 +109,7 @@ def test_an_ingest_row_misses_its_cpu_target_on_server_and_database_cpu_together
         row(0.9, 0.0))
     assert row(0.6, 0.5).missed() == ["CPU"]  # 11 ms a post once PostgreSQL's CPU counts
     assert "CPU MISS (1.10 of target)" in bench.verdict(row(0.6, 0.5))
-    slow = bench.Timings()
-    for _ in range(100):
-        slow.add(201, 0.06)
-    late = bench.Row("HTTP, sequential", slow, bench.Load(server_cpu_s=1.2), None, "", 50.0,
-                     201, True, 10.0)
-    assert late.missed() == ["p99", "CPU"]
+    assert row(1.2, 0.0, each_s=0.06).missed() == ["p99", "CPU"]
 
 
 def test_it_reuses_a_database_built_with_the_same_sizes_only(tmp_path: Path) -> None:
