@@ -4,6 +4,8 @@ plots share, so a job's CPU efficiency and its CPU plots say the same."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,6 +36,36 @@ def test_a_decrease_is_a_restart_from_zero() -> None:
     assert rate(points) == ((30.0, 1.0), (60.0, 5 / 30), (90.0, 1.0))
     assert cumulative(points) == ((0.0, 10.0), (30.0, 40.0), (60.0, 45.0), (90.0, 75.0))
     assert counter_total([Series({}, points)]) == 75.0
+
+
+def test_a_flat_counter_a_store_rounded_lower_did_not_reset() -> None:
+    # VictoriaMetrics gave a finished job's CPU counter back one rounding lower in one block
+    # than in the next (CI, 2026-12-07): read as a reset, the job's CPU time came out doubled.
+    final = 24.518577645
+    rounded = math.nextafter(math.nextafter(final, 0.0), 0.0)
+    points = ((0.0, 20.0), (30.0, final), (60.0, rounded), (90.0, final), (120.0, final))
+    assert counter_total([Series({}, points)]) == pytest.approx(final, rel=1e-12)
+    assert all(value <= final * (1 + 1e-12) for _, value in cumulative(points))
+    assert max(r for _, r in rate(points)) == pytest.approx((final - 20.0) / 30.0)
+    # A job that did its work, then sat at its total until it ended: its figures are what
+    # it did, not twice that.
+    job = record(cpus_allocated=2)
+    flat = one(lambda s: 0.9 * min(s, HOUR - 600.0))
+    dip = len(flat.points) - 3
+    at, value = flat.points[dip]
+    dipped = Series(flat.labels, (*flat.points[:dip], (at, value * (1 - 1e-12)),
+                                  *flat.points[dip + 1:]))
+    expected = analyse(job, good_series(cpu_seconds=[flat]))
+    summary = analyse(job, good_series(cpu_seconds=[dipped]))
+    assert summary.cpu_used_s == pytest.approx(expected.cpu_used_s, rel=1e-9)
+    assert summary.cpu_efficiency == pytest.approx(expected.cpu_efficiency, rel=1e-9)
+
+
+@pytest.mark.parametrize("fallen_to", [0.0, 0.5, 0.999 * 100.0])
+def test_a_fall_of_more_than_a_rounding_is_still_a_reset(fallen_to: float) -> None:
+    points = ((0.0, 90.0), (30.0, 100.0), (60.0, fallen_to), (90.0, fallen_to + 1.0))
+    assert increases(points) == ((30.0, 10.0), (60.0, fallen_to), (90.0, 1.0))
+    assert counter_total([Series({}, points)]) == pytest.approx(100.0 + fallen_to + 1.0)
 
 
 def test_points_out_of_order_or_repeated_are_skipped_alike() -> None:

@@ -32,13 +32,24 @@ def rate(points: Sequence[Point]) -> tuple[Point, ...]:
     return tuple((t1, grown / (t1 - t0)) for t0, t1, grown in _steps(points))
 
 
+# A counter that falls by at most this part of its value did not reset: the store rounded
+# it. VictoriaMetrics compresses each block of samples to a common decimal scale, so a flat
+# counter may read lower in its last digits in one block than in the next; read as a reset,
+# that doubled a finished job's CPU time. A true reset starts again from zero.
+ROUNDING = 1e-6
+
+
 def _steps(points: Sequence[Point]) -> Iterator[tuple[float, float, float]]:
     # A decrease is a reset (an exporter restart, a re-created cgroup: the counter starts
     # again from zero), so the new value is the increase, as Prometheus' increase() and
-    # rate() count it. The one reading of counters that the figures and the plots share.
+    # rate() count it; a store's rounding (ROUNDING) is no growth. The one reading of
+    # counters that the figures and the plots share.
     for (t0, v0), (t1, v1) in zip(points, points[1:]):
         if t1 > t0:
-            yield t0, t1, (v1 - v0 if v1 >= v0 else v1)
+            if v1 >= v0:
+                yield t0, t1, v1 - v0
+            else:
+                yield t0, t1, (0.0 if v0 - v1 <= ROUNDING * v0 else v1)
 
 
 def cumulative(points: Sequence[Point]) -> tuple[Point, ...]:
