@@ -11,7 +11,11 @@ from django.db import IntegrityError, connection, transaction
 
 from clusterwatch.monitor.core.models import HostReport, JobPush
 from clusterwatch.monitor.ingest import tokens
-from clusterwatch.monitor.ingest.statements import insert_ignoring_conflicts, insert_instance
+from clusterwatch.monitor.ingest.statements import (
+    insert_ignoring_conflicts,
+    insert_instance,
+    rows_per_statement,
+)
 from tests.monitor.ingest.support import at
 from tests.monitor.records import example
 
@@ -83,6 +87,22 @@ def test_insert_ignoring_conflicts_writes_the_rows_bulk_create_writes() -> None:
     assert rows.get(pandaid=pushes[0][0]).queue == "QUEUE_0_é"
     assert rows.get(pandaid=1).queue == "NEW" and rows.count() == len(pushes) + 1
     insert_ignoring_conflicts(JobPush, names, [])  # nothing to write: no statement
+
+
+def test_insert_ignoring_conflicts_writes_rows_past_one_statements_batch() -> None:
+    # One statement holds as many rows as the database's parameter limit allows; more go in
+    # further statements, and a row repeated within one statement is skipped like any other.
+    report = HostReport.objects.create(key="oracle07", collected_at=at(4), size_bytes=1,
+                                       record={}, digest="c" * 64)
+    names = ("pandaid", "workerid", "queue", "key", "at", "report")
+    batch = rows_per_statement(JobPush, names, 10_000)
+    count = 2 * batch + 7
+    rows = [(n, n % 3, f"Q{n}", "oracle07", MOMENT, report.pk) for n in range(count)]
+    repeated = [(0, 0, "LATER", "oracle07", MOMENT, report.pk)]
+    insert_ignoring_conflicts(JobPush, names, [*rows[:3], *repeated, *rows[3:]])
+    stored = dict(JobPush.objects.filter(key="oracle07").values_list("pandaid", "queue"))
+    assert stored == {n: f"Q{n}" for n in range(count)}
+    assert count > batch  # the rows did not fit one statement
 
 
 def test_a_row_of_the_wrong_length_is_refused_before_any_statement() -> None:
