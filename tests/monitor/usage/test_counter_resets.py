@@ -61,6 +61,18 @@ def test_a_flat_counter_a_store_rounded_lower_did_not_reset() -> None:
     assert summary.cpu_efficiency == pytest.approx(expected.cpu_efficiency, rel=1e-9)
 
 
+def test_rounded_points_count_nothing_twice_and_falls_that_add_up_are_a_reset() -> None:
+    # A flat counter rounded lower at every other point: its total, not one rounding more
+    # for each time it came back.
+    flat = tuple((30.0 * n, 100.0 * (1 - 1e-7 * (n % 2))) for n in range(1000))
+    assert counter_total([Series({}, flat)]) == 100.0
+    assert sum(grown for _, grown in increases(flat)) == 0.0
+    # Falls of less than a rounding each, but more together, are a reset from the last
+    # value the counter reached.
+    sinking = tuple((30.0 * n, 100.0 * (1 - 9e-7 * n)) for n in range(4))
+    assert [grown for _, grown in increases(sinking)] == [0.0, sinking[2][1], 0.0]
+
+
 @pytest.mark.parametrize("fallen_to", [0.0, 0.5, 0.999 * 100.0])
 def test_a_fall_of_more_than_a_rounding_is_still_a_reset(fallen_to: float) -> None:
     points = ((0.0, 90.0), (30.0, 100.0), (60.0, fallen_to), (90.0, fallen_to + 1.0))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Optional
 
 from clusterwatch.monitor.usage.metrics.prometheus_api import Point, Series
 
@@ -42,14 +43,24 @@ ROUNDING = 1e-6
 def _steps(points: Sequence[Point]) -> Iterator[tuple[float, float, float]]:
     # A decrease is a reset (an exporter restart, a re-created cgroup: the counter starts
     # again from zero), so the new value is the increase, as Prometheus' increase() and
-    # rate() count it; a store's rounding (ROUNDING) is no growth. The one reading of
+    # rate() count it. A store's rounding (ROUNDING) is no growth, and the value before it
+    # stays the reference until the counter passes it again: a rounded point counts nothing
+    # twice, and falls that add up to more than a rounding are a reset. The one reading of
     # counters that the figures and the plots share.
+    held: Optional[float] = None  # the value a rounded point fell from
     for (t0, v0), (t1, v1) in zip(points, points[1:]):
-        if t1 > t0:
-            if v1 >= v0:
-                yield t0, t1, v1 - v0
-            else:
-                yield t0, t1, (0.0 if v0 - v1 <= ROUNDING * v0 else v1)
+        if t1 <= t0:
+            continue
+        before = v0 if held is None else held
+        if v1 >= before:
+            held = None
+            yield t0, t1, v1 - before
+        elif before - v1 <= ROUNDING * before:
+            held = before
+            yield t0, t1, 0.0
+        else:
+            held = None
+            yield t0, t1, v1
 
 
 def cumulative(points: Sequence[Point]) -> tuple[Point, ...]:

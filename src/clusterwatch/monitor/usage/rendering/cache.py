@@ -30,7 +30,7 @@ from clusterwatch.monitor.usage.metrics.series import JobSeries
 from clusterwatch.regular_file import NotRegularFile, read_regular
 
 # Bump when the drawings change, so images drawn by an older version are not served.
-RENDER_VERSION = "1"
+RENDER_VERSION = "2"  # 2: a counter's rounded point is no reset (analysis/timeseries.py)
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAGIC = b"cwrender1\n"
 _DIGEST_BYTES = 32
