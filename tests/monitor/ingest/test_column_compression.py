@@ -4,7 +4,13 @@ stored reads back the same; SQLite has no such setting and keeps its plain text.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import types
+from typing import Any
+
 import pytest
+from django.apps import apps
 from django.db import connection
 from django.test import Client
 
@@ -46,8 +52,8 @@ def test_the_json_columns_are_compressed_with_lz4_and_read_back_the_same(
     assert stored.record == record
     assert LatestReport.objects.get(key=KEY).summary is not None
     assert LatestQueue.objects.filter(key=KEY).exclude(page_slice=None).exists()
-    if connection.vendor != "postgresql":
-        return
+    if connection.vendor != "postgresql" or connection.pg_version < 140000:
+        return  # no compression setting before PostgreSQL 14
     expected = "l" if lz4_available() else ""  # "": the server's default_toast_compression
     with connection.cursor() as cursor:
         for table, column in COLUMNS.items():
@@ -57,3 +63,37 @@ def test_the_json_columns_are_compressed_with_lz4_and_read_back_the_same(
         cursor.execute("SELECT pg_column_compression(record) FROM monitor_hostreport "
                        "WHERE id = %s", [stored.id])
         assert cursor.fetchone() == ("lz4" if expected else "pglz",)
+
+
+def test_the_migration_reversed_leaves_the_columns_to_the_servers_default() -> None:
+    migration = importlib.import_module(
+        "clusterwatch.monitor.core.migrations.0012_lz4_json_columns")
+    (operation,) = migration.Migration.operations
+    compressible = connection.vendor == "postgresql" and connection.pg_version >= 140000
+    with editor_of_this_test() as editor:
+        operation.reverse_code(apps, editor)  # on SQLite, and before 14: nothing to do
+    if compressible:
+        assert compressions() == {column: "" for column in COLUMNS.values()}
+    with editor_of_this_test() as editor:
+        operation.code(apps, editor)
+    if compressible:
+        assert compressions() == {column: "l" if lz4_available() else ""
+                                  for column in COLUMNS.values()}
+    assert HostReport.objects.count() == 0  # the tables are still there to be read
+
+
+def editor_of_this_test() -> Any:
+    """PostgreSQL's schema editor; on SQLite, whose editor cannot open inside the test's
+    transaction, what the migration reads of one: its connection (it returns on SQLite)."""
+    if connection.vendor == "postgresql":
+        return connection.schema_editor()
+    return contextlib.nullcontext(types.SimpleNamespace(connection=connection))
+
+
+def compressions() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT attname, attcompression FROM pg_attribute WHERE attrelid IN "
+                       "('monitor_hostreport'::regclass, 'monitor_latestreport'::regclass, "
+                       "'monitor_latestqueue'::regclass) AND attname = ANY(%s)",
+                       [list(COLUMNS.values())])
+        return dict(cursor.fetchall())

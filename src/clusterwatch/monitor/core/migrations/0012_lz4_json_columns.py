@@ -5,6 +5,8 @@
 # values written from now on are compressed with lz4; older ones stay pglz, and both read
 # back the same. SQLite, and a PostgreSQL built without lz4 (SET COMPRESSION would fail),
 # keep what they have. No model changes: compression is the column's storage, not its type.
+# pg_dump writes the columns' SET COMPRESSION lz4, which a server without lz4 refuses on
+# restore (docs/monitor.md).
 
 from django.db import migrations
 
@@ -39,6 +41,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(_set_compression("lz4"), _set_compression("pglz"),
+        # Reversed, the columns follow the server's default_toast_compression again.
+        migrations.RunPython(_set_compression("lz4"), _set_compression("DEFAULT"),
                              elidable=False),
     ]
