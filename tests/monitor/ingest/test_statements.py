@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from clusterwatch.monitor.core.models import HostReport, JobPush
 from clusterwatch.monitor.ingest import tokens
 from clusterwatch.monitor.ingest.statements import (
+    binding_cursor,
     insert_ignoring_conflicts,
     insert_instance,
     rows_per_statement,
@@ -103,6 +105,27 @@ def test_insert_ignoring_conflicts_writes_rows_past_one_statements_batch() -> No
     stored = dict(JobPush.objects.filter(key="oracle07").values_list("pandaid", "queue"))
     assert stored == {n: f"Q{n}" for n in range(count)}
     assert count > batch  # the rows did not fit one statement
+
+
+def test_ingest_binds_its_values_apart_from_the_sql_on_postgresql() -> None:
+    # The record's INSERT sends it as a parameter (server-side binding), not as a literal in
+    # the SQL; Django still sees the statement (its wrappers) and translates its errors.
+    odd = "it's \\ \"odd\" é"
+    with CaptureQueriesContext(connection) as seen, binding_cursor(connection) as cursor:
+        raw = cursor.cursor
+        if connection.vendor == "postgresql":
+            import psycopg
+
+            assert isinstance(raw, psycopg.Cursor)
+            assert not isinstance(raw, psycopg.ClientCursor)
+        else:
+            assert type(raw) is type(connection.cursor().cursor)
+        cursor.execute("SELECT %s", [odd])
+        assert cursor.fetchone() == (odd,)
+    assert len(seen.captured_queries) == 1
+    with (binding_cursor(connection) as cursor, pytest.raises(IntegrityError),
+          transaction.atomic()):
+        cursor.execute("INSERT INTO monitor_hostreport (id) VALUES (NULL)")
 
 
 def test_a_row_of_the_wrong_length_is_refused_before_any_statement() -> None:

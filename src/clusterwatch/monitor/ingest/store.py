@@ -36,7 +36,11 @@ from clusterwatch.monitor.core.models import (
     LatestReport,
 )
 from clusterwatch.monitor.ingest.horizon import horizon
-from clusterwatch.monitor.ingest.statements import insert_ignoring_conflicts, insert_instance
+from clusterwatch.monitor.ingest.statements import (
+    binding_cursor,
+    insert_ignoring_conflicts,
+    insert_instance,
+)
 from clusterwatch.monitor.ingest.tokens import valid_key
 from clusterwatch.monitor.record.index import pushes_in, queues_in
 from clusterwatch.monitor.record.slices import host_summary, queue_slice
@@ -211,7 +215,7 @@ def _move_latest(report: HostReport, summary: Mapping[str, Any], limit: dt.datet
               meta.get_field("summary").get_db_prep_save(summary, connection),
               report.key, when.get_db_prep_save(report.collected_at, connection),
               when.get_db_prep_save(limit, connection))
-    with connection.cursor() as cursor:
+    with binding_cursor(connection) as cursor:  # the summary is bound apart
         cursor.execute(_MOVE_LATEST, values)
         moved: bool = cursor.rowcount > 0
     return moved
@@ -254,7 +258,7 @@ def _repoint(rows: list[tuple[int, Any]], report: HostReport) -> None:
         return
     connection = connections[router.db_for_write(LatestQueue)]
     page_slice = LatestQueue._meta.get_field("page_slice")
-    with connection.cursor() as cursor:
+    with binding_cursor(connection) as cursor:  # each slice bound apart
         cursor.executemany(_REPOINT, [(report.pk, page_slice.get_db_prep_save(value, connection),
                                        pk) for pk, value in rows])
 
