@@ -7,7 +7,13 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import (
+    DataError,
+    IntegrityError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.test.utils import CaptureQueriesContext
 
 from clusterwatch.monitor.core.models import HostReport, JobPush
@@ -126,6 +132,79 @@ def test_ingest_binds_its_values_apart_from_the_sql_on_postgresql() -> None:
     with (binding_cursor(connection) as cursor, pytest.raises(IntegrityError),
           transaction.atomic()):
         cursor.execute("INSERT INTO monitor_hostreport (id) VALUES (NULL)")
+
+
+def _outcome(write: Any, key: str, table: str) -> tuple[Any, ...]:
+    """What `write()` did: the rows it left under `key`, or the class of its error."""
+    try:
+        with transaction.atomic():
+            write()
+    except Exception as error:  # the outcome compared is the class itself
+        return ("refused", type(error))
+    return ("stored", _raw(table, key))
+
+
+@pytest.mark.parametrize("size", [2**31 - 1, 2**31, 2**32 + 5, 2**63])
+def test_an_integer_past_its_columns_range_fares_as_with_create(size: int) -> None:
+    # PostgreSQL's int4 column: the ORM's statement is refused (DataError), and so is ours,
+    # where server-side binding used to store 2**32 + 5 as 5. SQLite holds 64 bits.
+    values = {"collected_at": at(3), "received_at": MOMENT, "size_bytes": size, "record": {},
+              "digest": "d" * 64}
+    theirs = _outcome(lambda: HostReport.objects.create(key="range01", **values), "range01",
+                      "monitor_hostreport")
+    ours = _outcome(lambda: insert_instance(HostReport(key="range02", **values)), "range02",
+                    "monitor_hostreport")
+    assert ours == theirs
+    if connection.vendor == "postgresql":
+        assert ours == (("stored", _raw("monitor_hostreport", "range02")) if size < 2**31
+                        else ("refused", DataError))
+
+
+@pytest.mark.parametrize("pandaid", [2**63 - 1, 2**63, -(2**63) - 1])
+def test_a_push_past_64_bits_fares_as_with_bulk_create(pandaid: int) -> None:
+    report = HostReport.objects.create(key="range03", collected_at=at(3), size_bytes=1,
+                                       record={}, digest="e" * 64)
+    names = ("pandaid", "workerid", "queue", "key", "at", "report")
+    theirs = _outcome(lambda: JobPush.objects.bulk_create(
+        [JobPush(pandaid=pandaid, workerid=1, queue="Q", key="range04", at=MOMENT,
+                 report=report)], ignore_conflicts=True), "range04", "monitor_jobpush")
+    ours = _outcome(lambda: insert_ignoring_conflicts(
+        JobPush, names, [(pandaid, 1, "Q", "range05", MOMENT, report.pk)]), "range05",
+        "monitor_jobpush")
+    assert ours == theirs
+    if connection.vendor == "postgresql":  # not a bare OverflowError of the driver's
+        assert ours == (("stored", _raw("monitor_jobpush", "range05")) if pandaid < 2**63
+                        and pandaid >= -(2**63) else ("refused", DataError))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_server_dropped_is_opened_again() -> None:
+    # As Django's own cursors do at a request's first query (CONN_HEALTH_CHECKS): a kept
+    # connection whose backend the server ended since is replaced, not answered with an
+    # OperationalError (a 503 to the reporter).
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's server ends the connection")
+    report = HostReport.objects.create(key="dropped01", collected_at=at(3), size_bytes=1,
+                                       record={}, digest="f" * 64)
+    backend = connection.connection.info.backend_pid
+    close_old_connections()  # a request's end: the next one checks the connection first
+    other = connection.copy()
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [backend])
+            for _ in range(1000):  # until the server has ended it, not for a set time
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                               [backend])
+                if cursor.fetchone() == (0,):
+                    break
+            else:
+                raise AssertionError("the backend was not ended")
+    finally:
+        other.close()
+    names = ("pandaid", "workerid", "queue", "key", "at", "report")
+    insert_ignoring_conflicts(JobPush, names, [(1, 1, "Q", "dropped01", MOMENT, report.pk)])
+    assert connection.connection.info.backend_pid != backend
+    assert JobPush.objects.filter(key="dropped01").count() == 1
 
 
 def test_a_row_of_the_wrong_length_is_refused_before_any_statement() -> None:

@@ -45,15 +45,56 @@ def binding_cursor(connection: Any) -> Any:
     need."""
     if connection.vendor != "postgresql":
         return connection.cursor()
-    from django.db.backends.postgresql import base  # imports the driver: PostgreSQL's only
-
-    binding = getattr(base, "ServerBindingCursor", None)
+    binding = _server_binding_cursor()
     if binding is None:  # psycopg2, which binds on the client only
         return connection.cursor()
+    # What BaseDatabaseWrapper._cursor does, with this cursor class: the health check
+    # first (a connection the server dropped since the last request is opened again).
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        # What BaseDatabaseWrapper._cursor does, with this cursor class.
         return connection._prepare_cursor(binding(connection.connection))
+
+
+_BINDING: list[Any] = []
+
+
+def _server_binding_cursor() -> Any:
+    """Django's ServerBindingCursor, its integers sent as plain ints; None on psycopg2.
+
+    Django's PostgreSQL operations wrap an integer field's value in psycopg's Int2, Int4 or
+    Int8, which the server-side binding sends in binary without checking its range: an
+    IntegerField's 2**32 + 5 was stored as 5 (psycopg 3.3), and 2**63 in a BigIntegerField
+    raised a bare OverflowError. A plain int is sent as the smallest type that holds it
+    (numeric past 64 bits), so the server refuses a value out of its column's range with
+    the DataError the ORM's statements give."""
+    if not _BINDING:
+        from django.db.backends.postgresql import base  # imports the driver: PostgreSQL's
+
+        server_binding = getattr(base, "ServerBindingCursor", None)
+        if server_binding is None:
+            _BINDING.append(None)
+        else:
+            from psycopg.types.numeric import Int2, Int4, Int8
+
+            wrapped = (Int2, Int4, Int8)
+
+            def plain(params: Any) -> Any:
+                if params is None or isinstance(params, dict):
+                    return params
+                return [int(value) if isinstance(value, wrapped) else value
+                        for value in params]
+
+            class IngestBindingCursor(server_binding):  # type: ignore[misc, valid-type]
+                def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+                    return super().execute(query, plain(params), **kwargs)
+
+                def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> Any:
+                    return super().executemany(query, [plain(params) for params in params_seq],
+                                               **kwargs)
+
+            _BINDING.append(IngestBindingCursor)
+    return _BINDING[0]
 
 
 def insert_instance(instance: Model) -> None:
