@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 
 from clusterwatch.monitor.core.models import HostReport, LatestQueue, LatestReport
@@ -97,3 +97,32 @@ def compressions() -> dict[str, str]:
                        "'monitor_latestqueue'::regclass) AND attname = ANY(%s)",
                        [list(COLUMNS.values())])
         return dict(cursor.fetchall())
+
+
+def test_the_migration_waits_for_a_lock_only_so_long_and_then_changes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # SET COMPRESSION needs the table to itself: behind it, every request on the table would
+    # wait for whatever transaction another host holds open, for as long as it lasts.
+    if connection.vendor != "postgresql" or not lz4_available():
+        pytest.skip("PostgreSQL built with lz4 takes the table's lock")
+    migration = importlib.import_module(
+        "clusterwatch.monitor.core.migrations.0012_lz4_json_columns")
+    monkeypatch.setattr(migration, "LOCK_WAIT", "100ms")
+    (operation,) = migration.Migration.operations
+    before = compressions()
+    assert set(before.values()) == {"l"}
+    other = connection.copy()
+    try:
+        with other.cursor() as cursor:  # another host's request, its transaction open
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT count(*) FROM monitor_latestqueue")
+            with (pytest.raises(OperationalError,
+                                match=r"monitor_latestqueue: another transaction held the "
+                                      r"table for more than 100ms .* run migrate again"),
+                  editor_of_this_test() as editor):
+                operation.reverse_code(apps, editor)  # the last of its three tables waits
+            cursor.execute("ROLLBACK")
+    finally:
+        other.close()
+    # All or nothing: the two tables it had altered first are as they were.
+    assert compressions() == before

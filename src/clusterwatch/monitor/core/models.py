@@ -80,7 +80,9 @@ class HostReport(models.Model):
     collected_at = models.DateTimeField()
     received_at = models.DateTimeField(default=timezone.now)
     size_bytes = models.PositiveIntegerField()
-    record = models.JSONField(encoder=CompactJSONEncoder)  # written by orjson (json_text)
+    # written by orjson (json_text); lz4 on PostgreSQL (migration 0012: keep it if the
+    # column's type ever changes, which resets it)
+    record = models.JSONField(encoder=CompactJSONEncoder)
     token = models.ForeignKey(HostToken, on_delete=models.SET_NULL, null=True, blank=True)
     # SHA-256 of the record's canonical JSON (`ingest.digest`): the unique constraint below
     # is what makes a retry racing its first attempt a duplicate instead of a second row.
@@ -107,7 +109,8 @@ class LatestReport(models.Model):
     report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
     collected_at = models.DateTimeField()
     # What the hosts overview shows of the record (`record.slices.host_summary`), so the page
-    # never reads the whole record; null on a row no ingest or migration has filled.
+    # never reads the whole record; null on a row no ingest or migration has filled. lz4 on
+    # PostgreSQL, as `HostReport.record`.
     summary = models.JSONField(null=True, blank=True, encoder=CompactJSONEncoder)
 
     def __str__(self) -> str:
@@ -120,7 +123,8 @@ class LatestQueue(models.Model):
     key = models.CharField(max_length=128)
     queue = models.CharField(max_length=200, db_index=True)
     report = models.ForeignKey(HostReport, on_delete=models.CASCADE, related_name="+")
-    # What the queue page shows of the record for this queue (`record.slices.queue_slice`).
+    # What the queue page shows of the record for this queue (`record.slices.queue_slice`);
+    # lz4 on PostgreSQL, as `HostReport.record`.
     page_slice = models.JSONField(null=True, blank=True, encoder=CompactJSONEncoder)
 
     class Meta:
