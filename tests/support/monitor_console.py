@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,13 @@ from clusterwatch.loopback.monitor_server import manage, monitor_environ
 
 CLUSTERWATCH = str(Path(sys.executable).with_name("clusterwatch"))  # the installed script
 DATABASE = "monitor.sqlite3"  # in the data directory: what the settings default to
+
+
+def console(environ: Mapping[str, str], *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`clusterwatch monitor ARGUMENTS`, the installed console script, output captured."""
+    return subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=dict(environ),
+                          capture_output=True, text=True, timeout=300, check=False,
+                          stdin=subprocess.DEVNULL)
 
 
 def console_environ(data: Path, extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:

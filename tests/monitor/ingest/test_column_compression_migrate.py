@@ -5,8 +5,6 @@ only, exits 1 with a line that says what to do, changes nothing, and runs the ne
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +12,7 @@ import pytest
 
 from clusterwatch.loopback.monitor_server import monitor_environ, private_database
 from clusterwatch.monitor.core.database_url import parse
-from tests.support.monitor_console import CLUSTERWATCH
-
-
-def console(environ: Mapping[str, str], *arguments: str) -> subprocess.CompletedProcess[str]:
-    """`clusterwatch monitor ARGUMENTS`, the installed console script, output captured."""
-    return subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=dict(environ),
-                          capture_output=True, text=True, timeout=300, check=False,
-                          stdin=subprocess.DEVNULL)
+from tests.support.monitor_console import console
 
 
 def _connect(database: dict[str, str]) -> Any:

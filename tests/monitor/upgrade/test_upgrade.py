@@ -36,7 +36,7 @@ from clusterwatch.loopback.postgres import PostgresMissing, find_bindir
 from clusterwatch.monitor.core.database_url import parse
 from tests.components import unavailable
 from tests.monitor.served_support import now, post, record_body
-from tests.support.monitor_console import CLUSTERWATCH
+from tests.support.monitor_console import console
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MANIFEST = json.loads((FIXTURES / "previous.json").read_text(encoding="utf-8"))
@@ -70,13 +70,6 @@ class Upgraded:
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
         read: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         return read
-
-
-def console(environ: Mapping[str, str], *arguments: str) -> subprocess.CompletedProcess[str]:
-    """`clusterwatch monitor ARGUMENTS`, the installed console script, output captured."""
-    return subprocess.run([CLUSTERWATCH, "monitor", *arguments], env=dict(environ),
-                          capture_output=True, text=True, timeout=300, check=False,
-                          stdin=subprocess.DEVNULL)
 
 
 def load_previous_release(database: Mapping[str, str]) -> None:
