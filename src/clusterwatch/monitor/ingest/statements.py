@@ -18,6 +18,7 @@ naive until then), then `Model.from_db`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
@@ -56,9 +57,7 @@ def binding_cursor(connection: Any) -> Any:
         return connection._prepare_cursor(binding(connection.connection))
 
 
-_BINDING: list[Any] = []
-
-
+@functools.cache
 def _server_binding_cursor() -> Any:
     """Django's ServerBindingCursor, its integers sent as plain ints; None on psycopg2.
 
@@ -68,33 +67,29 @@ def _server_binding_cursor() -> Any:
     raised a bare OverflowError. A plain int is sent as the smallest type that holds it
     (numeric past 64 bits), so the server refuses a value out of its column's range with
     the DataError the ORM's statements give."""
-    if not _BINDING:
-        from django.db.backends.postgresql import base  # imports the driver: PostgreSQL's
+    from django.db.backends.postgresql import base  # imports the driver: PostgreSQL's only
 
-        server_binding = getattr(base, "ServerBindingCursor", None)
-        if server_binding is None:
-            _BINDING.append(None)
-        else:
-            from psycopg.types.numeric import Int2, Int4, Int8
+    server_binding = getattr(base, "ServerBindingCursor", None)
+    if server_binding is None:
+        return None
+    from psycopg.types.numeric import Int2, Int4, Int8
 
-            wrapped = (Int2, Int4, Int8)
+    wrapped = (Int2, Int4, Int8)
 
-            def plain(params: Any) -> Any:
-                if params is None or isinstance(params, dict):
-                    return params
-                return [int(value) if isinstance(value, wrapped) else value
-                        for value in params]
+    def plain(params: Any) -> Any:
+        if params is None or isinstance(params, dict):
+            return params
+        return [int(value) if isinstance(value, wrapped) else value for value in params]
 
-            class IngestBindingCursor(server_binding):  # type: ignore[misc, valid-type]
-                def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-                    return super().execute(query, plain(params), **kwargs)
+    class IngestBindingCursor(server_binding):  # type: ignore[misc, valid-type]
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            return super().execute(query, plain(params), **kwargs)
 
-                def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> Any:
-                    return super().executemany(query, [plain(params) for params in params_seq],
-                                               **kwargs)
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> Any:
+            return super().executemany(query, [plain(params) for params in params_seq],
+                                       **kwargs)
 
-            _BINDING.append(IngestBindingCursor)
-    return _BINDING[0]
+    return IngestBindingCursor
 
 
 def insert_instance(instance: Model) -> None:
